@@ -1,0 +1,361 @@
+/*
+ * rota.h - the core timing wheel: the reference manual.
+ *
+ * rota keeps any number of timers in a hierarchical timing wheel.  Every
+ * operation is O(1), the wheel never allocates, never reads a clock, never
+ * sleeps and starts no thread: the caller owns the memory of every timer and
+ * passes time in.
+ *
+ * TIME
+ *   Time is a uint64_t count of ticks chosen by the caller (1 ms, 100 ms,
+ *   whatever suits; rota/clock.h turns CLOCK_MONOTONIC into ticks).  The
+ *   wheel remembers the latest `now` it was given.  A deadline is absolute;
+ *   a delay is relative to the wheel's `now`.  Every deadline up to
+ *   ROTA_MAX_DEADLINE (UINT64_MAX - 1) works; larger ones and sums that
+ *   overflow saturate to it, so a delay never wraps into the past.  A
+ *   deadline at or before the wheel's `now` is clamped to `now`: the timer is
+ *   due at once and fires in the next advance() or expire().  If the caller
+ *   passes an earlier `now` than before, the wheel keeps its own time, counts
+ *   the event in rota_stats.clock_backwards and fires nothing.  A `now` above
+ *   ROTA_MAX_DEADLINE is read as ROTA_MAX_DEADLINE (UINT64_MAX means "never").
+ *
+ * GUARANTEES
+ *   - Never early: a timer fires only in an advance() or expire() call whose
+ *     `now` is at or after its deadline.
+ *   - Exact: it fires in the first such call (unless that call stopped at the
+ *     limit the caller gave it; the next call resumes).  No timer is a
+ *     rotation late and none loses precision to a level's granularity.
+ *   - Order: one call fires its timers in deadline order; equal deadlines
+ *     fire in the order they were armed.  (A timer pushed later by
+ *     rota_timer_touch() is re-filed when its old slot comes due; among equal
+ *     deadlines it then takes its place at that moment, not at the touch.)
+ *   - No idle cost: advancing across any stretch with nothing due costs
+ *     O(levels), whatever the number of ticks.
+ *   - Each armed timer ends exactly once: it fires, is cancelled, or is
+ *     handed to rota_wheel_drain().  A periodic timer is re-armed by the
+ *     wheel after each fire until it is cancelled.
+ *
+ * OWNERSHIP
+ *   struct rota_timer is embedded in the caller's own object; recover the
+ *   object with rota_container_of().  While a timer is pending the wheel
+ *   links it into its lists, so its memory must stay valid and must not be
+ *   moved.  Once rota_timer_cancel() has returned, or its callback has
+ *   started (one-shot timers), or rota_wheel_drain() has handed it back, the
+ *   wheel holds no reference and the memory may be freed.  The wheel itself
+ *   holds nothing that needs releasing: when it is no longer needed, drain it
+ *   if timers are still pending, then drop it.
+ *
+ * CALLBACK CONTEXT
+ *   Callbacks run inside rota_wheel_advance().  A callback may arm, re-arm,
+ *   touch or cancel any timer of any wheel (itself included), free any timer
+ *   it has cancelled and free its own container (a periodic timer must be
+ *   cancelled first).  A timer armed during a pass with a deadline at or
+ *   before that pass's `now` fires in the next call, never in the same pass,
+ *   so a callback that re-arms itself with delay 0 cannot loop forever.
+ *   Calling rota_wheel_advance(), rota_wheel_expire() or rota_wheel_drain()
+ *   on the wheel that is running the callback returns ROTA_EBUSY.
+ *
+ * THREAD SAFETY
+ *   None inside a wheel: a wheel and its timers belong to one thread at a
+ *   time.  Different wheels are independent.  rota/service.h provides a
+ *   thread-safe service built on this core.
+ *
+ * ERRORS
+ *   Functions that can fail return 0 (or a documented non-negative value) on
+ *   success and a negative ROTA_E* code on failure; rota_strerror() gives the
+ *   message.  Every misuse the library can detect is reported, never
+ *   undefined: NULL pointers, a timer that was never passed to
+ *   rota_timer_init() (a marker byte is checked), a timer pending on another
+ *   wheel, re-entering the wheel from its own callback.
+ *
+ * SIZES (x86-64)
+ *   sizeof(struct rota_timer) == 48 bytes; sizeof(struct rota_wheel) is about
+ *   11.5 KiB (11 levels x 64 slot heads, plus bitmaps and counters).
+ */
+#ifndef ROTA_H
+#define ROTA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rota/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) || defined(__CYGWIN__)
+#define ROTA_API
+#elif defined(__GNUC__)
+#define ROTA_API __attribute__((visibility("default")))
+#else
+#define ROTA_API
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+/* X(name, value, message): one list makes the enum and rota_strerror(). */
+#define ROTA_ERRORS(X)                                                         \
+    X(ROTA_EINVAL, -1, "invalid argument (NULL pointer or value out of range)") \
+    X(ROTA_EUNINIT, -2, "timer was never initialised with rota_timer_init()")  \
+    X(ROTA_EOTHERWHEEL, -3, "timer is pending on another wheel")               \
+    X(ROTA_EBUSY, -4, "operation not allowed from inside this wheel's callback") \
+    X(ROTA_ENOENT, -5, "no such pending timer")                                \
+    X(ROTA_EAGAIN, -6, "limit reached, try again later")                       \
+    X(ROTA_ESHUTDOWN, -7, "service is stopped")                                \
+    X(ROTA_EDEADLK, -8, "would wait for the calling callback itself")          \
+    X(ROTA_ENOMEM, -9, "out of memory")                                        \
+    X(ROTA_ECORRUPT, -10, "internal invariant violated")                       \
+    X(ROTA_ESYS, -11, "system call failed (see errno)")
+
+enum rota_error {
+#define ROTA_ENUM_ENTRY(name, value, message) name = (value),
+    ROTA_ERRORS(ROTA_ENUM_ENTRY)
+#undef ROTA_ENUM_ENTRY
+};
+
+/* A static message for any value; "success" for 0, a generic text for codes
+ * that are not rota's. */
+ROTA_API const char *rota_strerror(int error);
+
+/* "MAJOR.MINOR.PATCH" of the library actually linked. */
+ROTA_API const char *rota_version(void);
+
+/* -------------------------------------------------------------------- time */
+
+/* The latest deadline a timer can have; later ones saturate to it. */
+#define ROTA_MAX_DEADLINE (UINT64_MAX - 1)
+/* Returned by rota_wheel_next_deadline() when no timer is pending. */
+#define ROTA_NEVER UINT64_MAX
+
+/* ------------------------------------------------------------------ timers */
+
+struct rota_wheel;
+struct rota_timer;
+
+/*
+ * Called when a timer fires.  `late` is how many ticks after its deadline the
+ * timer fired (the pass's `now` minus the deadline that came due; for a
+ * periodic timer, rota_timer_deadline() already gives the next one).
+ */
+typedef void rota_timer_fn(struct rota_wheel *wheel, struct rota_timer *timer,
+                           uint64_t late);
+
+/* What a periodic timer does when advance() finds it more than one period
+ * behind (the process was stopped, a callback ran long, ...). */
+enum rota_missed {
+    /* Fire once, then continue at the next boundary of the original
+     * schedule after `now` (the default). */
+    ROTA_MISSED_SKIP = 0,
+    /* Fire once for every missed period, all in the same call, each with its
+     * own lateness. */
+    ROTA_MISSED_BURST = 1,
+    /* Fire once, then restart the schedule from `now`: next = now + period. */
+    ROTA_MISSED_DELAY = 2,
+};
+
+/* Link fields shared by timers and the wheel's list heads. Private. */
+struct rota_link {
+    struct rota_link *next;
+    struct rota_link *prev;
+};
+
+/* Embed in your own object.  All fields are private: use the functions. */
+struct rota_timer {
+    /* private */
+    struct rota_link link_;
+    uint64_t deadline_; /* current deadline; may be later than the slot's */
+    uint64_t period_;   /* 0 for a one-shot timer */
+    rota_timer_fn *fn_;
+    uint32_t wheel_id_; /* which wheel it is pending on, 0 when idle */
+    uint16_t where_;    /* slot index, or a list tag (see wheel.c) */
+    uint8_t flags_;     /* state and missed-tick policy */
+    uint8_t magic_;     /* set by rota_timer_init(), checked by every call */
+};
+
+/* Recover the object that embeds `ptr` as its `member`. */
+#define rota_container_of(ptr, type, member)                                   \
+    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* Prepare a timer for use.  Must be called once before any other call on it;
+ * may be called again on an idle timer to change its callback.  `fn` may be
+ * NULL for timers only ever collected with rota_wheel_expire(). */
+ROTA_API void rota_timer_init(struct rota_timer *timer, rota_timer_fn *fn);
+
+/* Arm at an absolute deadline (saturated to ROTA_MAX_DEADLINE, clamped to the
+ * wheel's `now`).  Arming a pending timer re-arms it: it moves, and a
+ * periodic timer becomes one-shot.  O(1).  0 or ROTA_EINVAL, ROTA_EUNINIT,
+ * ROTA_EOTHERWHEEL. */
+ROTA_API int rota_timer_arm(struct rota_wheel *wheel, struct rota_timer *timer,
+                            uint64_t deadline);
+
+/* Arm at the wheel's `now` + `delay` (saturating).  As rota_timer_arm(). */
+ROTA_API int rota_timer_arm_in(struct rota_wheel *wheel,
+                               struct rota_timer *timer, uint64_t delay);
+
+/*
+ * Arm a periodic timer: first at `first_deadline`, then every `period` ticks
+ * on the schedule first_deadline + k * period, never now + period, so it does
+ * not drift.  `missed` says what to do when a call finds it late.  The timer
+ * stays pending after each fire until cancelled (a schedule that would pass
+ * ROTA_MAX_DEADLINE ends after its last fire).  0, or ROTA_EINVAL (period 0,
+ * bad policy) and the errors of rota_timer_arm().
+ */
+ROTA_API int rota_timer_arm_periodic(struct rota_wheel *wheel,
+                                     struct rota_timer *timer,
+                                     uint64_t first_deadline, uint64_t period,
+                                     enum rota_missed missed);
+
+/*
+ * Move a pending timer's deadline.  The idle-connection refresh path: when
+ * the new deadline is later (the usual case) this is a plain store and the
+ * timer is re-filed only when the slot it sits in comes due.  An earlier
+ * deadline re-files at once.  A periodic timer keeps its period, continuing
+ * from the new deadline.  0, or ROTA_ENOENT if the timer is not pending on
+ * this wheel (it fired, was cancelled, or never armed), ROTA_EINVAL,
+ * ROTA_EUNINIT, ROTA_EOTHERWHEEL.
+ */
+ROTA_API int rota_timer_touch(struct rota_wheel *wheel,
+                              struct rota_timer *timer, uint64_t deadline);
+
+/*
+ * Cancel.  Returns 1 if the timer was pending, 0 if it was not (idle, fired
+ * or already cancelled: a safe no-op), or ROTA_EINVAL, ROTA_EUNINIT,
+ * ROTA_EOTHERWHEEL.  Once it returns the wheel holds no reference to the
+ * timer.
+ */
+ROTA_API int rota_timer_cancel(struct rota_wheel *wheel,
+                               struct rota_timer *timer);
+
+/* Whether the timer is pending on some wheel. */
+ROTA_API bool rota_timer_pending(const struct rota_timer *timer);
+
+/* The timer's current deadline (meaningful while it is pending, and inside
+ * its callback, where a periodic timer shows its next deadline). */
+ROTA_API uint64_t rota_timer_deadline(const struct rota_timer *timer);
+
+/* ------------------------------------------------------------------- wheel */
+
+#define ROTA_WHEEL_BITS 6                           /* slots per level: 64 */
+#define ROTA_WHEEL_SLOTS (1u << ROTA_WHEEL_BITS)
+#define ROTA_WHEEL_LEVELS ((64 + ROTA_WHEEL_BITS - 1) / ROTA_WHEEL_BITS) /* 11 */
+
+/* Counters since rota_wheel_init(); read them with rota_wheel_stats(). */
+struct rota_stats {
+    uint64_t armed;           /* arm, arm_in, arm_periodic and earlier touches */
+    uint64_t fired;           /* callbacks run plus timers handed to expire() */
+    uint64_t cancelled;       /* cancels that found the timer pending */
+    uint64_t touched;         /* touches that moved a deadline later */
+    uint64_t refiled;         /* timers moved between slots (cascades) */
+    uint64_t drained;         /* timers handed back by rota_wheel_drain() */
+    uint64_t clock_backwards; /* calls whose `now` was earlier than before */
+    uint64_t pending;         /* timers pending right now */
+};
+
+/* The wheel.  Embed or allocate it yourself; all fields are private. */
+struct rota_wheel {
+    /* private */
+    uint64_t now_;         /* latest time the caller gave */
+    uint64_t cur_;         /* time the lists are filed against (<= now_) */
+    uint64_t next_step_;   /* lower bound of the next slot that comes due */
+    uint64_t earliest_;    /* exact earliest deadline when earliest_ok_ */
+    uint64_t pending_;
+    uint32_t id_;
+    uint8_t in_pass_;
+    uint8_t earliest_ok_;
+    uint8_t reserved_[2];
+    struct rota_stats stats_;
+    struct rota_link due_;      /* timers due at cur_, in firing order */
+    struct rota_link deferred_; /* armed during a pass, due at once */
+    uint64_t occupied_[ROTA_WHEEL_LEVELS];
+    struct rota_link slot_[ROTA_WHEEL_LEVELS][ROTA_WHEEL_SLOTS];
+};
+
+/* Prepare an empty wheel whose time starts at `now`.  0 or ROTA_EINVAL. */
+ROTA_API int rota_wheel_init(struct rota_wheel *wheel, uint64_t now);
+
+/*
+ * Set the wheel's time to `now` and run the callback of every timer whose
+ * deadline is at or before it, in deadline order, ties in arm order (see
+ * CALLBACK CONTEXT).  Returns the number of callbacks run (saturated to
+ * INT_MAX), or ROTA_EINVAL, ROTA_EBUSY.  An earlier `now` than before fires
+ * nothing and returns 0.  Cost: O(levels) plus O(1) per timer fired or
+ * cascaded.
+ */
+ROTA_API int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now);
+
+/*
+ * As rota_wheel_advance(), but run at most `max_fires` callbacks; the next
+ * call (with the same or a later `now`) resumes where this one stopped, in
+ * order.  Stores the number run in *fired (if not NULL) and returns 1 if due
+ * timers remain, 0 if none do, or a negative error.
+ */
+ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
+                                    size_t max_fires, size_t *fired);
+
+/*
+ * The pull model: set the wheel's time to `now` and write up to `cap` due
+ * timers into out[], in firing order, calling nothing.  Each timer handed
+ * back is no longer pending, except a periodic timer, which the wheel has
+ * already re-armed (and which may appear more than once under
+ * ROTA_MISSED_BURST).  Stores the count in *n (if not NULL); returns 1 if
+ * more timers are due (call again: nothing due is ever dropped), 0 if not,
+ * or ROTA_EINVAL, ROTA_EBUSY.
+ */
+ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
+                               struct rota_timer **out, size_t cap, size_t *n);
+
+/*
+ * The exact earliest deadline of all pending timers, or ROTA_NEVER when none
+ * is pending.  Never later than the true earliest deadline.  O(levels) when
+ * the answer is cached or the earliest slot holds one deadline; otherwise one
+ * pass over the timers of the earliest occupied slot, whose result is cached
+ * until the earliest timer fires, is cancelled or moved.  May re-file touched
+ * timers, hence the non-const wheel.
+ */
+ROTA_API uint64_t rota_wheel_next_deadline(struct rota_wheel *wheel);
+
+/*
+ * A timeout for epoll_wait()/poll(): milliseconds from `now` (in ticks of
+ * `tick_ns` nanoseconds) until the earliest deadline, rounded up.  0 only
+ * when a timer is already due at `now`, -1 when no timer is pending, and at
+ * most INT_MAX.  `tick_ns` must be at least 1.
+ */
+ROTA_API int rota_wheel_timeout_ms(struct rota_wheel *wheel, uint64_t now,
+                                   uint64_t tick_ns);
+
+/* The wheel's time: the latest `now` it was given. */
+ROTA_API uint64_t rota_wheel_now(const struct rota_wheel *wheel);
+
+/* The number of pending timers, O(1). */
+ROTA_API size_t rota_wheel_count(const struct rota_wheel *wheel);
+
+/* Copy the counters into *out. */
+ROTA_API void rota_wheel_stats(const struct rota_wheel *wheel,
+                               struct rota_stats *out);
+
+/*
+ * Remove every pending timer and hand each to fn(timer, arg), so the owner
+ * can free it (fn may free the timer's memory).  Timers become idle before
+ * fn runs.  The wheel is empty afterwards and stays usable.  0, ROTA_EINVAL
+ * (wheel or fn NULL), ROTA_EBUSY (called from this wheel's callback).
+ */
+ROTA_API int rota_wheel_drain(struct rota_wheel *wheel,
+                              void (*fn)(struct rota_timer *timer, void *arg),
+                              void *arg);
+
+/*
+ * Check every internal invariant (each timer sits in the slot its deadline
+ * implies, bitmaps agree with lists, counts agree).  O(timers).  For tests
+ * and debugging.  0 or ROTA_ECORRUPT; when `why` is not NULL it receives a
+ * static description of the first violation found.
+ */
+ROTA_API int rota_wheel_check(const struct rota_wheel *wheel,
+                              const char **why);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ROTA_H */
