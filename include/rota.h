@@ -52,6 +52,9 @@
  *   cancelled first).  A timer armed during a pass with a deadline at or
  *   before that pass's `now` fires in the next call, never in the same pass,
  *   so a callback that re-arms itself with delay 0 cannot loop forever.
+ *   Such a timer joins the wheel when the pass ends and counts as armed at
+ *   that moment: if a limit stopped the pass early, it fires after the other
+ *   timers of its tick (including periodic timers the pass rescheduled).
  *   Calling rota_wheel_advance(), rota_wheel_expire() or rota_wheel_drain()
  *   on the wheel that is running the callback returns ROTA_EBUSY.
  *

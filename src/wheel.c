@@ -197,11 +197,14 @@ static void file_timer(struct rota_wheel *w, struct rota_timer *t)
         return;
     }
     unsigned level = level_for(deadline, w->cur_);
-    unsigned index = digit_at(deadline, level);
+    unsigned shift = level * ROTA_WHEEL_BITS;
+    unsigned index = (unsigned)(deadline >> shift) & LEVEL_MASK;
     list_append(&w->slot_[level][index], &t->link_);
     w->occupied_[level] |= (uint64_t)1 << index;
     t->where_ = (uint16_t)(level * ROTA_WHEEL_SLOTS + index);
-    uint64_t start = slot_start(w->cur_, level, index);
+    /* The slot starts at the deadline with the digits below the level
+     * cleared (the digits above are cur's). */
+    uint64_t start = deadline >> shift << shift;
     if (start < w->next_step_)
         w->next_step_ = start;
 }
@@ -477,8 +480,13 @@ static uint64_t find_earliest(struct rota_wheel *w)
         file_timer(w, t);
         w->stats_.refiled++;
     }
-    /* Inside a pass, timers armed by callbacks wait at now_. */
-    uint64_t best = list_empty(&w->deferred_) ? ROTA_NEVER : w->now_;
+    /* Inside a pass, timers armed by callbacks wait on the deferred list
+     * (a later touch may have moved them past now_). */
+    uint64_t best = ROTA_NEVER;
+    for (struct rota_link *n = w->deferred_.next; n != &w->deferred_;
+         n = n->next)
+        if (timer_of(n)->deadline_ < best)
+            best = timer_of(n)->deadline_;
 
     for (unsigned level = 0; level < ROTA_WHEEL_LEVELS;) {
         uint64_t occupied = w->occupied_[level];
@@ -713,11 +721,12 @@ int rota_timer_touch(struct rota_wheel *w, struct rota_timer *t,
     }
     /* The hot path: a store.  The timer is filed again when its slot or the
      * due list reaches it. */
-    t->deadline_ = deadline;
-    t->flags_ |= FLAG_TOUCHED;
-    w->stats_.touched++;
-    if (deadline != old)
+    if (deadline != old) {
+        t->deadline_ = deadline;
+        t->flags_ |= FLAG_TOUCHED;
+        w->stats_.touched++;
         note_gone_deadline(w, old);
+    }
     return 0;
 }
 
