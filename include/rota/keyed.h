@@ -1,0 +1,288 @@
+/*
+ * rota/keyed.h - timers by key, for TTL caches.
+ *
+ * A keyed map holds entries {key, value, deadline}: set a key with a time to
+ * live, move its deadline, remove it, look it up, and have an expire
+ * callback called when its time comes.  It is the TimingWheel behind
+ * go-zero's collection cache (SetTimer, MoveTimer, RemoveTimer, Drain, Stop)
+ * done in C on rota's wheel, without its known bugs:
+ *   - exactly one live entry per key, whatever sequence of set / move /
+ *     remove / expiry happens (go-zero#205 left two after a move and a
+ *     remove);
+ *   - drain calls its function for every entry before it returns
+ *     (go-zero#5314 scheduled them and returned);
+ *   - never early, never a rotation late (go-zero#5510), no work while
+ *     nothing is due.
+ *
+ * ENTRIES
+ *   A key is any byte string (length 0 to UINT32_MAX), copied into memory the
+ *   map owns: the caller's buffer may be reused as soon as a call returns.
+ *   A value is the caller's pointer, stored and handed back, never
+ *   dereferenced.  An entry has a deadline in ticks or none (ROTA_NEVER): an
+ *   entry without a deadline stays until it is removed, so the map can be a
+ *   cache's only index, keys with and without a TTL alike.
+ *
+ * TIME
+ *   The map owns a rota wheel (rota.h) and reads no clock: the caller passes
+ *   `now` in ticks to rota_keyed_advance(), as to the wheel.  The `_at`
+ *   functions take an absolute deadline; the others take a time to live
+ *   counted from the map's now (the latest `now` given to advance), adding
+ *   with saturation.  ROTA_NEVER as a deadline or a ttl means "no expiry".
+ *   A deadline at or before now (a ttl of 0) makes the entry due: it expires
+ *   in the next advance, never inside the set or move that made it due.
+ *   An entry lives until an advance collects it: one whose deadline has
+ *   passed is still found by get and contains, and moving or setting it
+ *   gives it the new deadline (it lives on).  A cache that wants Redis's
+ *   lazy expiry advances before it serves a request, or compares the
+ *   deadline get returns with its own now.
+ *
+ * EXPIRY
+ *   An advance whose `now` reaches an entry's deadline removes the entry from
+ *   the map and then calls the expire callback with its key and value; the
+ *   key bytes stay valid until the callback returns, then the entry is
+  *   freed.  Entries due in one advance expire in deadline order, ties in the
+ *   order their deadlines were set (an entry moved later takes its place
+ *   when the wheel re-files it, as rota.h says of touched timers).
+ *
+ * THE WHEEL
+ *   The map's wheel is embedded in the map (no per-entry back pointer is
+ *   needed to find the map from a firing timer, which saves 8 bytes an
+ *   entry).  rota_keyed_wheel() exposes it so an event loop can sleep on
+ *   rota_wheel_timeout_ms() and arm its own timers on the same wheel; they
+ *   fire from rota_keyed_advance() like the entries.  Advance it only
+ *   through rota_keyed_advance(), never call rota_wheel_drain() on it (use
+ *   rota_keyed_drain()), and cancel your own timers on it before
+ *   rota_keyed_destroy().
+ *
+ * CALLBACK CONTEXT
+ *   The expire callback may call any function of this map (set the same key
+ *   again, move or remove others, drain) except rota_keyed_advance() and
+ *   rota_keyed_advance_max(), which return ROTA_EBUSY (the wheel is running
+ *   it), and rota_keyed_destroy(), which returns ROTA_EBUSY.  A key set again
+ *   with a ttl of 0 from its own callback expires in the next advance, so it
+ *   cannot loop.  The drain function may call any function, including set
+ *   (the new entries stay), except advance, drain and destroy (ROTA_EBUSY);
+ *   nor may it advance the map's wheel directly.
+ *
+ * MEMORY
+ *   All memory comes from the allocator in the config (malloc and free when
+ *   it is NULL): one block per entry (header + key bytes), the bucket array
+ *   (two during a resize) and the map itself.  When an allocation fails the
+ *   call returns ROTA_ENOMEM and every existing entry, value and deadline is
+ *   as it was; a failed table growth is not an error (the map works on at a
+ *   higher load and tries again on a later insert).  The table grows at
+ *   load 1 and shrinks below 1/8, moving a few buckets per insert or
+ *   removal (incremental, as Redis's dict) so no single call pays for
+ *   rehashing a million keys.
+ *
+ *   Measured on x86-64 (tests/test_keyed.c checks the header size; see
+ *   examples/ttl-cache/README.md for the RSS figure):
+ *     entry header           80 bytes (48 of them the struct rota_timer)
+ *     + the key bytes
+ *     + bucket array         8 to 16 bytes an entry at steady state (load
+ *                            between 1/2 and 1)
+ *     + the allocator's own  glibc malloc: 8 bytes, rounded up to 16, so an
+ *                            entry with a key of up to 8 bytes takes a
+ *                            96-byte chunk
+ *   With 8-byte keys at 1e6 entries the process grows by 104 bytes an
+ *   entry, bucket array included (measured with glibc malloc by
+ *   bench/bench_keyed.c).
+ *
+ * HASHING
+ *   Keys are hashed under a 128-bit secret seed, given in the config or read
+ *   from getrandom(), so a client that does not know it cannot choose keys
+ *   that pile into one bucket (hash flooding).  The map starts with a fast
+ *   multiply-fold hash; if a set, move or remove ever walks a chain longer
+ *   than 32 entries (random keys do not: chains average the load factor,
+ *   at most 1), it rehashes every key once, in place, with SipHash-1-3 and
+ *   keeps that for good.  rota_keyed_stats() reports the longest chain
+ *   walked and whether the switch happened.
+ *
+ * THREAD SAFETY
+ *   None: a map, its wheel and its callbacks belong to one thread at a time.
+ *   Different maps are independent.
+ *
+ * ERRORS
+ *   Negative ROTA_E* codes from rota.h: ROTA_EINVAL (NULL map, NULL key with
+ *   a non-zero length, a key longer than UINT32_MAX), ROTA_ENOENT (move of an
+ *   absent key), ROTA_ENOMEM, ROTA_EBUSY (see CALLBACK CONTEXT), ROTA_ESYS
+ *   (getrandom() failed in create), ROTA_ECORRUPT (rota_keyed_check()).
+ */
+#ifndef ROTA_KEYED_H
+#define ROTA_KEYED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../rota.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rota_keyed;
+
+/* Called when an entry expires; the entry is already gone from the map. */
+typedef void rota_keyed_expire_fn(struct rota_keyed *map, const void *key,
+                                  size_t key_len, void *value, void *arg);
+
+/* Called by rota_keyed_drain() for each entry, already gone from the map. */
+typedef void rota_keyed_drain_fn(struct rota_keyed *map, const void *key,
+                                 size_t key_len, void *value, void *arg);
+
+/*
+ * Where the map gets its memory.  alloc returns a block of `size` bytes
+ * aligned for any object, or NULL; free releases a block alloc returned,
+ * with the size that was asked for.  Both receive `ctx`.  The map copies
+ * this struct.
+ */
+struct rota_keyed_allocator {
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *ptr, size_t size);
+    void *ctx;
+};
+
+/* Size of the hash seed in bytes. */
+#define ROTA_KEYED_SEED_SIZE 16
+
+/* Zero-initialise, then set what you need. */
+struct rota_keyed_config {
+    uint64_t now;                 /* the wheel's starting time, in ticks */
+    rota_keyed_expire_fn *expire; /* may be NULL: entries just go */
+    void *arg;                    /* passed to expire */
+    /* NULL: malloc and free. */
+    const struct rota_keyed_allocator *allocator;
+    /* ROTA_KEYED_SEED_SIZE secret bytes, or NULL to read them from
+     * getrandom().  Give a fixed seed only for reproducible tests. */
+    const void *seed;
+};
+
+/* Counters, O(1) to read. */
+struct rota_keyed_stats {
+    size_t count;         /* entries in the map */
+    size_t expiring;      /* entries with a deadline */
+    size_t buckets;       /* bucket array size (the larger one mid-resize) */
+    size_t bytes;         /* memory held from the allocator, map included */
+    size_t longest_chain; /* most entries a set, move or remove compared */
+    bool sip_hash;        /* switched to SipHash-1-3 (see HASHING) */
+    uint64_t expired;     /* entries removed by expiry */
+    uint64_t resizes;     /* table resizes started */
+};
+
+/*
+ * Create an empty map (config NULL: all defaults, time 0).  0 and *out
+ * set, or ROTA_EINVAL (out NULL, an allocator without alloc or free),
+ * ROTA_ENOMEM, ROTA_ESYS (no seed given and getrandom() failed).  A `now`
+ * above ROTA_MAX_DEADLINE is read as ROTA_MAX_DEADLINE, as by the wheel.
+ */
+ROTA_API int rota_keyed_create(struct rota_keyed **out,
+                               const struct rota_keyed_config *config);
+
+/*
+ * Free the map and every entry, calling nothing (values are the caller's:
+ * drain first to free them).  0 (also for NULL), or ROTA_EBUSY from inside
+ * rota_keyed_advance() (any callback it runs, your own timers' included)
+ * or a drain function of this map.
+ */
+ROTA_API int rota_keyed_destroy(struct rota_keyed *map);
+
+/*
+ * Set `key` to `value`, expiring `ttl` ticks after the map's now (ROTA_NEVER:
+ * no expiry).  If the key exists its value is replaced (the old one stored in
+ * *old_value when that is not NULL) and its deadline moved; nothing is
+ * allocated then, so a replace cannot fail with ROTA_ENOMEM.  Returns 0 if
+ * the key was added, 1 if it was replaced, or ROTA_EINVAL, ROTA_ENOMEM (the
+ * map is unchanged).
+ */
+ROTA_API int rota_keyed_set(struct rota_keyed *map, const void *key,
+                            size_t key_len, void *value, uint64_t ttl,
+                            void **old_value);
+
+/* As rota_keyed_set(), with an absolute deadline (ROTA_NEVER: none). */
+ROTA_API int rota_keyed_set_at(struct rota_keyed *map, const void *key,
+                               size_t key_len, void *value, uint64_t deadline,
+                               void **old_value);
+
+/*
+ * Move an existing key's deadline to `ttl` ticks after the map's now
+ * (ROTA_NEVER: make it persistent).  A later deadline is a store (the
+ * wheel's touch); an earlier one re-files the timer.  0, or ROTA_ENOENT if
+ * the key is absent, ROTA_EINVAL.
+ */
+ROTA_API int rota_keyed_move(struct rota_keyed *map, const void *key,
+                             size_t key_len, uint64_t ttl);
+
+/* As rota_keyed_move(), with an absolute deadline (ROTA_NEVER: none). */
+ROTA_API int rota_keyed_move_at(struct rota_keyed *map, const void *key,
+                                size_t key_len, uint64_t deadline);
+
+/*
+ * Remove a key, calling nothing.  Returns 1 if it was present (its value
+ * stored in *value when that is not NULL), 0 if not, or ROTA_EINVAL.
+ */
+ROTA_API int rota_keyed_remove(struct rota_keyed *map, const void *key,
+                               size_t key_len, void **value);
+
+/*
+ * Look a key up.  Returns 1 if present, storing its value in *value and its
+ * deadline (ROTA_NEVER if none) in *deadline when they are not NULL; 0 if
+ * absent; ROTA_EINVAL.
+ */
+ROTA_API int rota_keyed_get(const struct rota_keyed *map, const void *key,
+                            size_t key_len, void **value, uint64_t *deadline);
+
+/* Whether the key is present (false for a NULL map or invalid key). */
+ROTA_API bool rota_keyed_contains(const struct rota_keyed *map, const void *key,
+                                  size_t key_len);
+
+/* The number of entries, O(1). */
+ROTA_API size_t rota_keyed_count(const struct rota_keyed *map);
+
+/*
+ * Set the map's time to `now` and expire every entry whose deadline is at or
+ * before it (see EXPIRY); timers of the caller's own on the map's wheel fire
+ * too.  Returns the number of callbacks run (saturated to INT_MAX), or
+ * ROTA_EINVAL, ROTA_EBUSY.  As rota_wheel_advance().
+ */
+ROTA_API int rota_keyed_advance(struct rota_keyed *map, uint64_t now);
+
+/* As rota_keyed_advance(), running at most `max_fires` callbacks; stores the
+ * number run in *fired and returns 1 if more are due.  As
+ * rota_wheel_advance_max(). */
+ROTA_API int rota_keyed_advance_max(struct rota_keyed *map, uint64_t now,
+                                    size_t max_fires, size_t *fired);
+
+/* The map's time: the latest `now` given to advance (or the config's). */
+ROTA_API uint64_t rota_keyed_now(const struct rota_keyed *map);
+
+/* The map's wheel (see THE WHEEL), for rota_wheel_timeout_ms() and your own
+ * timers. */
+ROTA_API struct rota_wheel *rota_keyed_wheel(struct rota_keyed *map);
+
+/*
+ * Remove every entry, calling fn(map, key, key_len, value, arg) for each
+ * before this returns, in no particular order; the map is empty afterwards
+ * (except for keys fn sets) and stays usable.  Frees the bucket array.
+ * 0, or ROTA_EINVAL (map or fn NULL), ROTA_EBUSY (from a drain function).
+ */
+ROTA_API int rota_keyed_drain(struct rota_keyed *map, rota_keyed_drain_fn *fn,
+                              void *arg);
+
+/* Copy the counters into *out. */
+ROTA_API void rota_keyed_stats(const struct rota_keyed *map,
+                               struct rota_keyed_stats *out);
+
+/*
+ * Check every invariant: each entry in the bucket its hash implies, counts,
+ * memory accounting, each deadline armed on the wheel, and the wheel's own
+ * (rota_wheel_check()).  O(entries + buckets).  For tests and debugging.
+ * 0 or ROTA_ECORRUPT, with a static description in *why when not NULL.
+ */
+ROTA_API int rota_keyed_check(const struct rota_keyed *map, const char **why);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ROTA_KEYED_H */
