@@ -1,0 +1,231 @@
+/*
+ * service_clock.c - the clocks of rota/service.h: the default one
+ * (CLOCK_MONOTONIC) and the manual one for tests.
+ *
+ * Both implement the same three-function contract: now_ns(), wait(deadline)
+ * and a sticky wake().  "Sticky" is what makes the service thread's sleep
+ * race-free: a wake() that lands between the service thread's last look at
+ * its queue and its call to wait() makes that wait() return at once, so no
+ * submission is ever left waiting for a deadline that may be hours away.
+ */
+#define _POSIX_C_SOURCE 200809L /* pthreads, pthread_condattr_setclock */
+#include "service_clock.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* ------------------------------------------------------ the default clock */
+
+static uint64_t sys_now(void *ctx)
+{
+    struct rota__sysclock *sc = ctx;
+    return rota_clock_now_ns(&sc->clock);
+}
+
+static void sys_wait(void *ctx, uint64_t deadline_ns)
+{
+    struct rota__sysclock *sc = ctx;
+
+    pthread_mutex_lock(&sc->mu);
+    while (!atomic_load_explicit(&sc->woken, memory_order_acquire)) {
+        if (deadline_ns == UINT64_MAX) {
+            pthread_cond_wait(&sc->cv, &sc->mu);
+            continue;
+        }
+        if (rota_clock_now_ns(&sc->clock) >= deadline_ns)
+            break;
+        struct timespec ts = {
+            .tv_sec = (time_t)(deadline_ns / 1000000000u),
+            .tv_nsec = (long)(deadline_ns % 1000000000u),
+        };
+        if (pthread_cond_timedwait(&sc->cv, &sc->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&sc->mu);
+    /* Consume the wake.  An exchange, not a store: when it reads a wake that
+     * raced with the timeout, it also acquires what the waker published
+     * before waking (its submission), which the caller looks at next. */
+    atomic_exchange_explicit(&sc->woken, 0, memory_order_acq_rel);
+}
+
+static void sys_wake(void *ctx)
+{
+    struct rota__sysclock *sc = ctx;
+
+    /* Many producers may want to wake the same sleep: only the first pays
+     * for the mutex and the signal. */
+    if (atomic_exchange_explicit(&sc->woken, 1, memory_order_acq_rel) != 0)
+        return;
+    pthread_mutex_lock(&sc->mu);
+    pthread_cond_signal(&sc->cv);
+    pthread_mutex_unlock(&sc->mu);
+}
+
+int rota__sysclock_init(struct rota__sysclock *sc,
+                        struct rota_service_clock *out)
+{
+    pthread_condattr_t attr;
+
+    if (rota_clock_init(&sc->clock, ROTA_CLOCK_MONOTONIC, 1) != 0)
+        return ROTA_ESYS;
+    if (pthread_condattr_init(&attr) != 0)
+        return ROTA_ESYS;
+    if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
+        pthread_cond_init(&sc->cv, &attr) != 0) {
+        pthread_condattr_destroy(&attr);
+        return ROTA_ESYS;
+    }
+    pthread_condattr_destroy(&attr);
+    if (pthread_mutex_init(&sc->mu, NULL) != 0) {
+        pthread_cond_destroy(&sc->cv);
+        return ROTA_ESYS;
+    }
+    atomic_init(&sc->woken, 0);
+    out->now_ns = sys_now;
+    out->wait = sys_wait;
+    out->wake = sys_wake;
+    out->ctx = sc;
+    return 0;
+}
+
+void rota__sysclock_fini(struct rota__sysclock *sc)
+{
+    pthread_cond_destroy(&sc->cv);
+    pthread_mutex_destroy(&sc->mu);
+}
+
+/* ------------------------------------------------------- the manual clock */
+
+struct rota_manual_clock {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    _Atomic uint64_t now;
+    _Atomic uint64_t waits;
+    int woken;               /* under mu */
+    int sleeping;            /* under mu */
+    uint64_t sleep_deadline; /* under mu */
+};
+
+static uint64_t man_now(void *ctx)
+{
+    struct rota_manual_clock *mc = ctx;
+    return atomic_load_explicit(&mc->now, memory_order_acquire);
+}
+
+static void man_wait(void *ctx, uint64_t deadline_ns)
+{
+    struct rota_manual_clock *mc = ctx;
+
+    pthread_mutex_lock(&mc->mu);
+    atomic_fetch_add_explicit(&mc->waits, 1, memory_order_relaxed);
+    while (!mc->woken &&
+           atomic_load_explicit(&mc->now, memory_order_relaxed) < deadline_ns) {
+        mc->sleeping = 1;
+        mc->sleep_deadline = deadline_ns;
+        pthread_cond_wait(&mc->cv, &mc->mu);
+    }
+    mc->sleeping = 0;
+    mc->woken = 0;
+    pthread_mutex_unlock(&mc->mu);
+}
+
+static void man_wake(void *ctx)
+{
+    struct rota_manual_clock *mc = ctx;
+
+    pthread_mutex_lock(&mc->mu);
+    mc->woken = 1;
+    pthread_cond_broadcast(&mc->cv);
+    pthread_mutex_unlock(&mc->mu);
+}
+
+int rota_manual_clock_create(struct rota_manual_clock **out, uint64_t start_ns)
+{
+    if (out == NULL)
+        return ROTA_EINVAL;
+    *out = NULL;
+    struct rota_manual_clock *mc = calloc(1, sizeof *mc);
+    if (mc == NULL)
+        return ROTA_ENOMEM;
+    if (pthread_mutex_init(&mc->mu, NULL) != 0) {
+        free(mc);
+        return ROTA_ESYS;
+    }
+    if (pthread_cond_init(&mc->cv, NULL) != 0) {
+        pthread_mutex_destroy(&mc->mu);
+        free(mc);
+        return ROTA_ESYS;
+    }
+    atomic_init(&mc->now, start_ns);
+    atomic_init(&mc->waits, 0);
+    *out = mc;
+    return 0;
+}
+
+void rota_manual_clock_destroy(struct rota_manual_clock *mc)
+{
+    if (mc == NULL)
+        return;
+    pthread_cond_destroy(&mc->cv);
+    pthread_mutex_destroy(&mc->mu);
+    free(mc);
+}
+
+void rota_manual_clock_bind(struct rota_manual_clock *mc,
+                            struct rota_service_clock *out)
+{
+    if (mc == NULL || out == NULL)
+        return;
+    out->now_ns = man_now;
+    out->wait = man_wait;
+    out->wake = man_wake;
+    out->ctx = mc;
+}
+
+void rota_manual_clock_set(struct rota_manual_clock *mc, uint64_t now_ns)
+{
+    if (mc == NULL)
+        return;
+    pthread_mutex_lock(&mc->mu);
+    if (now_ns > atomic_load_explicit(&mc->now, memory_order_relaxed))
+        atomic_store_explicit(&mc->now, now_ns, memory_order_release);
+    pthread_cond_broadcast(&mc->cv);
+    pthread_mutex_unlock(&mc->mu);
+}
+
+void rota_manual_clock_advance(struct rota_manual_clock *mc, uint64_t delta_ns)
+{
+    if (mc == NULL)
+        return;
+    pthread_mutex_lock(&mc->mu);
+    uint64_t now = atomic_load_explicit(&mc->now, memory_order_relaxed);
+    now = now > UINT64_MAX - delta_ns ? UINT64_MAX : now + delta_ns;
+    atomic_store_explicit(&mc->now, now, memory_order_release);
+    pthread_cond_broadcast(&mc->cv);
+    pthread_mutex_unlock(&mc->mu);
+}
+
+uint64_t rota_manual_clock_now(struct rota_manual_clock *mc)
+{
+    return mc == NULL ? 0 : man_now(mc);
+}
+
+bool rota_manual_clock_sleeping(struct rota_manual_clock *mc,
+                                uint64_t *deadline_ns)
+{
+    if (mc == NULL)
+        return false;
+    pthread_mutex_lock(&mc->mu);
+    bool sleeping = mc->sleeping != 0;
+    if (deadline_ns != NULL)
+        *deadline_ns = mc->sleep_deadline;
+    pthread_mutex_unlock(&mc->mu);
+    return sleeping;
+}
+
+uint64_t rota_manual_clock_waits(struct rota_manual_clock *mc)
+{
+    return mc == NULL ? 0
+                      : atomic_load_explicit(&mc->waits, memory_order_relaxed);
+}

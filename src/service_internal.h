@@ -1,0 +1,271 @@
+/*
+ * service_internal.h - internal: the structures shared by the files of
+ * rota/service.h.  The design essay is at the top of service.c.
+ *
+ *   service.c         the essay; shards, slab, arm, touch, cancel
+ *   service_thread.c  the service thread and the workers: fire, run
+ *   service_life.c    create, stop, destroy, sync, check, stats
+ *   service_clock.c   the default and the manual clock
+ */
+#ifndef ROTA_SERVICE_INTERNAL_H
+#define ROTA_SERVICE_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rota/service.h"
+#include "service_clock.h"
+
+/* ------------------------------------------------------------- the word */
+
+/* generation:32 | owed:16 | spare:8 | flags:8 (see service.c) */
+#define F_LIVE 0x01u
+#define F_QUEUED 0x04u
+#define F_RUNNING 0x08u
+#define F_WAITER 0x10u
+#define F_PERIODIC 0x20u
+#define F_FREE 0x40u
+#define OWED_ONE ((uint64_t)1 << 16)
+#define OWED_MASK ((uint64_t)0xffff << 16)
+#define OWED_MAX 0xffffu
+#define HOLDS ((uint64_t)(F_QUEUED | F_RUNNING))
+
+#define NIL UINT32_MAX
+#define CHUNKS 32      /* chunk c holds base << c records */
+#define FIRE_BATCH 256 /* fires taken from a shard per lock hold */
+#define MAG 64         /* free records moved between a shard and the depot */
+#define MAX_SHARDS 64
+
+static inline uint32_t gen_of(uint64_t w)
+{
+    return (uint32_t)(w >> 32);
+}
+
+static inline unsigned owed_of(uint64_t w)
+{
+    return (unsigned)((w & OWED_MASK) >> 16);
+}
+
+/* A word that is not LIVE and holds nothing becomes the free word of the
+ * next generation (0 is skipped: the zero handle is never valid).  A word
+ * that is free already stays as it is, so freeing twice is impossible. */
+static inline uint64_t settle(uint64_t w, bool *freed)
+{
+    *freed = false;
+    if ((w & (F_LIVE | F_FREE)) || (w & HOLDS))
+        return w;
+    uint32_t gen = gen_of(w) + 1;
+    *freed = true;
+    return (uint64_t)(gen == 0 ? 1 : gen) << 32 | F_FREE;
+}
+
+static inline bool is_free(uint64_t w)
+{
+    return (uint32_t)w == F_FREE;
+}
+
+/* --------------------------------------------------------- structures */
+
+/* Two cache lines: the first holds all that arm, cancel and touch use
+ * (a cancel of a random timer among many costs one miss on it, plus the
+ * wheel neighbours' first lines); the second what firing uses. */
+struct rec {
+    alignas(64) _Atomic uint64_t word;
+    struct rota_timer timer; /* under the shard's lock */
+    _Atomic uint32_t shard;  /* the shard it is armed on */
+    uint32_t free_next;      /* free chain link */
+
+    _Atomic uint64_t due; /* deadline of the first owed fire */
+    uint64_t period;      /* ticks; 0 for a one-shot timer */
+    uint64_t last_fire;   /* deadline of the last fire owed */
+    rota_service_fn *fn;
+    void *arg;
+    uint32_t index;
+    uint32_t wnext; /* dispatch / worker queue link; for a free
+                                record heading a depot batch, the next batch */
+    uint8_t policy;
+};
+
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(struct rec) == 128, "a record is two cache lines");
+_Static_assert(offsetof(struct rec, due) == 64,
+               "what arm and cancel touch fits in the first line");
+#endif
+
+/* A wheel with its lock and its free records: a chain of up to MAG that
+ * arms pop from and frees push onto, and one full chain of MAG in reserve
+ * (a magazine allocator, as Bonwick's). */
+struct shard {
+    alignas(64) pthread_mutex_t mu;
+    struct rota_service *svc; /* for the wheel's callback */
+    uint32_t hot, hot_n;
+    uint32_t spare; /* NIL, or a chain of exactly MAG */
+    /* Counters written under the lock (one writer at a time: plain
+     * stores, no locked instruction), read by stats at any time. */
+    _Atomic uint64_t armed, cancelled, touched;
+    struct rota_wheel wheel;
+};
+
+/* Counters of one service thread (the ticker or a worker): one writer. */
+struct tstats {
+    alignas(64) _Atomic uint64_t fired;
+    _Atomic uint64_t expired;
+    _Atomic uint64_t merged;
+    _Atomic uint64_t wakeups;
+    _Atomic uint64_t late[ROTA_SERVICE_LATE_BUCKETS];
+};
+
+struct rota_service {
+    /* Read-only after create. */
+    struct rota_service_clock clock;
+    struct rota_service_allocator alloc;
+    uint64_t tick_ns;
+    size_t max_pending;
+    unsigned nworkers;
+    unsigned nshards;
+    unsigned base_shift; /* log2 of chunk 0's size */
+    bool sysclock_used;
+    void *raw; /* what alloc returned for this struct */
+    struct shard *shards;
+    void *shards_raw;
+    size_t shards_bytes;
+    unsigned shards_ready; /* shard mutexes initialised */
+    struct tstats *ts;     /* [0] the ticker, [1 + i] worker i */
+    void *ts_raw;
+    size_t ts_bytes;
+
+    /* The slab. */
+    _Atomic(struct rec *) chunks[CHUNKS];
+    void *chunk_raw[CHUNKS];
+    size_t chunk_bytes[CHUNKS];
+    _Atomic uint32_t nrecords;
+    unsigned nchunks; /* under grow_mu */
+    uint32_t depot;   /* full chains of MAG free records, under grow_mu */
+    uint64_t depot_n; /* chains in the depot */
+    _Atomic uint64_t bytes;
+    pthread_mutex_t grow_mu;
+
+    alignas(64) _Atomic uint64_t sleep_until; /* tick; 0 while awake */
+    atomic_int stopping;
+    _Atomic int64_t live; /* pending timers, kept only with max_pending */
+    _Atomic uint64_t queue_high;
+
+    _Atomic uint64_t handed_back; /* by stop; counted as cancelled too */
+
+    /* The service thread's own state (stop's, once it is joined). */
+    alignas(64) pthread_t ticker;
+    uint32_t db_first, db_last; /* records due, to run or queue */
+    uint64_t db_count;
+
+    /* Workers. */
+    pthread_t *workers;
+    size_t workers_bytes;
+    unsigned workers_started; /* under wmu */
+    pthread_mutex_t wmu;
+    pthread_cond_t wcv;
+    pthread_cond_t idle_cv;
+    uint32_t whead, wtail; /* under wmu */
+    uint64_t inflight;     /* queued or being run, under wmu */
+    atomic_bool wexit;     /* set under wmu: workers stop taking work */
+    unsigned idle_waiters; /* under wmu */
+
+    /* sync() and check() requests. */
+    pthread_mutex_t smu;
+    pthread_cond_t scv;
+    _Atomic uint64_t sync_req;
+    uint64_t sync_done; /* under smu */
+    _Atomic uint64_t check_req;
+    uint64_t check_done; /* under smu */
+    int check_rc;        /* under smu */
+    const char *check_why;
+    bool dead; /* under smu: the ticker has exited */
+
+    /* cancel_sync() sleepers. */
+    pthread_mutex_t done_mu;
+    pthread_cond_t done_cv;
+
+    pthread_mutex_t stop_mu;
+    bool stopped; /* under stop_mu */
+    bool ticker_started;
+
+    struct rota__sysclock sysclock;
+};
+
+/* The callback this thread is running, for cancel_sync()'s EDEADLK. */
+struct rota__service_cb {
+    const struct rota_service *svc;
+    uint32_t index, gen;
+};
+extern _Thread_local struct rota__service_cb rota__service_tl_cb;
+/* The service whose thread this is (ticker, worker, stop's hand-back). */
+extern _Thread_local const struct rota_service *rota__service_tl_svc;
+
+/* ------------------------------------------------------------ helpers */
+
+/* Single-writer counters: a relaxed load and store, no locked RMW. */
+static inline void bump(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+static inline void add(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+static inline struct rec *rec_at(struct rota_service *svc, uint32_t index)
+{
+    uint32_t q = (index >> svc->base_shift) + 1;
+    unsigned c = 31u - (unsigned)__builtin_clz(q);
+    uint32_t first = ((1u << c) - 1u) << svc->base_shift;
+    struct rec *chunk =
+        atomic_load_explicit(&svc->chunks[c], memory_order_acquire);
+    return &chunk[index - first];
+}
+
+static inline struct shard *shard_of(struct rota_service *svc, struct rec *r)
+{
+    return &svc->shards[atomic_load_explicit(&r->shard, memory_order_relaxed)];
+}
+
+static inline uint64_t ticks_to_ns(const struct rota_service *svc, uint64_t t)
+{
+    if (t != 0 && svc->tick_ns > UINT64_MAX / t)
+        return UINT64_MAX;
+    return t * svc->tick_ns;
+}
+
+static inline uint64_t now_ns(struct rota_service *svc)
+{
+    return svc->clock.now_ns(svc->clock.ctx);
+}
+
+/* ------------------------------------------- across the service files */
+
+/* service.c */
+void *rota__service_alloc(struct rota_service *svc, size_t size);
+void rota__service_free(struct rota_service *svc, void *p, size_t size);
+int rota__service_add_chunk(struct rota_service *svc);
+void rota__service_free_locked(struct rota_service *svc, struct shard *sh,
+                               struct rec *r, uint32_t index);
+void rota__service_release(struct rota_service *svc, struct rec *r,
+                           uint64_t bits);
+void rota__service_notify_waiters(struct rota_service *svc);
+void rota__service_live_gone(struct rota_service *svc);
+
+/* service_thread.c */
+void rota__service_on_fire(struct rota_wheel *wheel, struct rota_timer *timer,
+                           uint64_t late);
+void *rota__service_ticker_main(void *arg);
+void *rota__service_worker_main(void *arg);
+
+/* service_life.c */
+int rota__service_check_all(struct rota_service *svc, const char **why);
+
+#endif /* ROTA_SERVICE_INTERNAL_H */
