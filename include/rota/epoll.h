@@ -1,0 +1,189 @@
+/*
+ * rota/epoll.h - drive a rota wheel from an epoll loop (Linux).
+ *
+ * THE RULE
+ *   One OS timer per wheel, armed at the wheel's next deadline.  It is
+ *   re-armed after each wake-up and when a timer becomes earlier than the
+ *   current arming; never on touch or cancel.  A wake-up that finds nothing
+ *   due is harmless: the wheel files the touched timers where they now
+ *   belong and the OS timer is armed again at the new next deadline.  So an
+ *   idle-connection server that touches a timer on every read makes no
+ *   system call and no wheel query for it: the touch is a store.
+ *
+ * THE ONE-TIMER OBJECT (struct rota_epoll), two ways to carry the deadline
+ *   - the epoll_wait() timeout (the default: no descriptor, no system call):
+ *
+ *         rota_epoll_init(&et, &wheel, &clock, 0);
+ *         for (;;) {
+ *             int n = epoll_wait(ep, evs, 64, rota_epoll_wait_ms(&et));
+ *             ... handle the n events; rota_timer_touch() on every read ...
+ *             rota_epoll_dispatch(&et);        // after every epoll_wait
+ *         }
+ *
+ *   - a timerfd (ROTA_EPOLL_TIMERFD: CLOCK_MONOTONIC, absolute), for loops
+ *     that wait on descriptors only, or share an epoll set between wheels:
+ *
+ *         rota_epoll_init(&et, &wheel, &clock, ROTA_EPOLL_TIMERFD);
+ *         add rota_epoll_fd(&et) to the epoll set for EPOLLIN;
+ *         for (;;) {
+ *             int n = epoll_wait(ep, evs, 64, rota_epoll_wait_ms(&et));
+ *             ... handle the events; when rota_epoll_fd() is readable:
+ *             rota_epoll_dispatch(&et);
+ *         }
+ *
+ *   rota_epoll_wait_ms() first re-arms if a timer armed since the last call
+ *   is earlier than the arming (the timerfd mode calls timerfd_settime()
+ *   only then), so arms made anywhere in the loop are covered.  It costs
+ *   O(1) when nothing was armed: it reads the wheel's `armed` counter
+ *   (rota_stats), which counts every arm and every touch to an earlier
+ *   deadline; only when that moved does it ask the wheel for its next
+ *   deadline.  That matters: after the earliest timer is touched, the wheel
+ *   answers rota_wheel_next_deadline() with a pass over that timer's slot,
+ *   and with connections touched round-robin the earliest timer is always
+ *   the one just touched.
+ *
+ * THE STATELESS HELPERS
+ *   rota_epoll_timeout() computes the timeout from the wheel's next deadline
+ *   on every call: simplest, right for small wheels and for loops that do
+ *   not touch; it pays rota_wheel_next_deadline() on every turn.
+ *
+ * ROUNDING
+ *   A wait ends at or after the deadline, never before: milliseconds are
+ *   rounded up from the clock's nanoseconds (not from whole ticks, so a 1 s
+ *   tick does not add a second of lateness), and a timeout is 0 only when a
+ *   timer is due already, so a loop never spins on epoll_wait(0) while
+ *   waiting for a deadline a fraction of a millisecond away (redis#8764).
+ *
+ * CLOCKS
+ *   The wheel's ticks are those of the struct rota_clock passed in
+ *   (rota/clock.h).  CLOCK_MONOTONIC_COARSE is the same time line as
+ *   CLOCK_MONOTONIC with a lower resolution: both work.  When a timerfd
+ *   fires, CLOCK_MONOTONIC has reached the armed deadline even if the coarse
+ *   clock has not caught up yet, so the dispatch advances the wheel to the
+ *   armed deadline at least (never early, and no spinning until the coarse
+ *   clock ticks).
+ *
+ * CALLBACK CONTEXT
+ *   Timer callbacks run inside rota_epoll_dispatch() (inside
+ *   rota_wheel_advance()): they may arm, touch and cancel timers freely;
+ *   timers they arm are covered by the re-arm that ends the dispatch.  They
+ *   must not call rota_epoll_dispatch() or rota_epoll_close().
+ *
+ * THREAD SAFETY
+ *   As the wheel: a struct rota_epoll belongs to the thread that owns its
+ *   wheel.  One per wheel.
+ */
+#ifndef ROTA_EPOLL_H
+#define ROTA_EPOLL_H
+
+#include <stdint.h>
+
+#include "../rota.h"
+#include "clock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------- stateless */
+
+/*
+ * The timeout for epoll_wait() on `clock`'s reading now: milliseconds until
+ * the wheel's next deadline, rounded up; 0 when a timer is due; -1 when no
+ * timer is pending (wait forever); at most INT_MAX.  A NULL argument gives
+ * ROTA_EINVAL (negative, and not -1).
+ */
+ROTA_API int rota_epoll_timeout(struct rota_wheel *wheel,
+                                const struct rota_clock *clock);
+
+/* As rota_epoll_timeout() at the instant `now_ns` (nanoseconds on the
+ * clock's time line) for ticks of `tick_ns` nanoseconds: the pure function,
+ * for callers with their own time source and for tests. */
+ROTA_API int rota_epoll_timeout_at(struct rota_wheel *wheel, uint64_t now_ns,
+                                   uint64_t tick_ns);
+
+/* ---------------------------------------------------- one timer per wheel */
+
+/* rota_epoll_init() flag: carry the deadline in a timerfd. */
+#define ROTA_EPOLL_TIMERFD 1u
+
+/* All fields are private. */
+struct rota_epoll {
+    /* private */
+    struct rota_wheel *wheel_;
+    struct rota_clock clock_;
+    int tfd_;             /* the timerfd, or -1 (timeout mode, or closed) */
+    uint64_t armed_;      /* deadline (ticks) we wake at; ROTA_NEVER: none */
+    uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
+    uint64_t rearms_;     /* arming changes (timerfd_settime() calls) */
+    uint64_t wakeups_;    /* dispatches that reached the armed deadline */
+    size_t budget_;       /* callbacks per dispatch, 0: no limit */
+};
+
+/*
+ * Bind to `wheel` (already initialised, in ticks of `clock`; the clock is
+ * copied) and arm at its next deadline.  `flags`: 0 or ROTA_EPOLL_TIMERFD.
+ * 0, ROTA_EINVAL, or ROTA_ESYS (timerfd_create() failed: errno says why).
+ * After a failure rota_epoll_close() is a harmless no-op.
+ */
+ROTA_API int rota_epoll_init(struct rota_epoll *et, struct rota_wheel *wheel,
+                             const struct rota_clock *clock, unsigned flags);
+
+/* The timerfd to watch for EPOLLIN, or -1 in timeout mode. */
+ROTA_API int rota_epoll_fd(const struct rota_epoll *et);
+
+/*
+ * Call right before epoll_wait() and pass the result as its timeout.
+ * Re-arms first if a timer armed since the last call is earlier than the
+ * arming.  Timeout mode: milliseconds until the armed deadline, rounded up;
+ * 0 when it has passed; -1 when nothing is armed.  Timerfd mode: -1 (the
+ * timerfd wakes the loop), or 0 when the timerfd could not be armed
+ * (timerfd_settime() failed: the loop then polls instead of hanging).
+ * ROTA_EINVAL for NULL.
+ */
+ROTA_API int rota_epoll_wait_ms(struct rota_epoll *et);
+
+/*
+ * Re-arm if a timer armed since the last sync is earlier than the arming.
+ * rota_epoll_wait_ms() does this; call it yourself only if you wait by
+ * other means.  Returns 1 if the arming changed, 0 if not, ROTA_EINVAL,
+ * ROTA_ESYS.
+ */
+ROTA_API int rota_epoll_sync(struct rota_epoll *et);
+
+/*
+ * Timeout mode: call after every epoll_wait(); O(1) unless the armed
+ * deadline has passed.  Timerfd mode: call when the timerfd is readable.
+ * When the armed deadline has been reached: advances the wheel to the
+ * clock's time (running the callbacks of the due timers) and arms at the
+ * new next deadline.  Returns the number of callbacks run, or ROTA_EINVAL,
+ * ROTA_EBUSY (called from a callback of this wheel), ROTA_ESYS.
+ */
+ROTA_API int rota_epoll_dispatch(struct rota_epoll *et);
+
+/*
+ * Run at most `max_fires` callbacks per dispatch (0, the default: no
+ * limit).  The rest stay due: the next rota_epoll_wait_ms() returns 0 (in
+ * timerfd mode the timerfd is armed in the past) and the next dispatch
+ * resumes in order, so a storm of expiries cannot starve the loop's I/O.
+ */
+ROTA_API void rota_epoll_set_budget(struct rota_epoll *et, size_t max_fires);
+
+/* The deadline (ticks) the loop will wake at, ROTA_NEVER when none. */
+ROTA_API uint64_t rota_epoll_armed(const struct rota_epoll *et);
+
+/* Arming changes (in timerfd mode, timerfd_settime() calls) and wake-ups
+ * at the armed deadline, so far: lets a test prove that touches and
+ * cancels cost none. */
+ROTA_API uint64_t rota_epoll_rearms(const struct rota_epoll *et);
+ROTA_API uint64_t rota_epoll_wakeups(const struct rota_epoll *et);
+
+/* Close the timerfd, if any (idempotent).  The wheel and its timers are
+ * untouched. */
+ROTA_API void rota_epoll_close(struct rota_epoll *et);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ROTA_EPOLL_H */
