@@ -1,0 +1,87 @@
+# A thin wrapper over CMake for muscle memory: every rule only configures,
+# builds, runs or installs through cmake/ctest.  Build logic belongs in
+# CMakeLists.txt, never here.
+#
+#   make / make build   Release build in build/ (-Werror when $CI is set)
+#   make test           every test stage (see cmake/test-stages.sh):
+#                       build/, build-asan/, valgrind, build-fuzz/
+#   make bench          Release build in build-release/, runs rota_bench
+#                       with $(BENCH_ARGS) (W1-W5, MEM, FLOOR), then
+#                       bench_keyed (W6) and rota_bench_service (S1, S2);
+#                       BENCH_ARGS=--quick makes all three a smoke run
+#   make bench-server   Release build in build-server/, runs the idle
+#                       server's figures (examples/idle-server/README.md)
+#   make install        build/ installed into $(PREFIX) (default /usr/local)
+#   make format         clang-format -i every C file
+#   make format-check   fail if any C file is not clang-formatted
+#   make clean          remove every build directory
+
+CMAKE ?= cmake
+CLANG_FORMAT ?= clang-format
+PREFIX ?= /usr/local
+BENCH_ARGS ?=
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+# -Werror only in CI: a new compiler's new warning must not stop a user's
+# build, but must stop a merge.
+ifneq ($(CI),)
+WERROR := ON
+else
+WERROR := OFF
+endif
+
+BUILD_DIRS := build build-asan build-tsan build-fuzz build-release build-server
+
+# Every C source and header of the project (what exists of these folders).
+FORMAT_DIRS := $(wildcard include src tests bench examples fuzz)
+FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null) \
+               $(wildcard *.c *.h)
+
+.PHONY: all build test bench bench-server install format format-check clean
+
+all: build
+
+build:
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DROTA_WERROR=$(WERROR)
+	$(CMAKE) --build build -j $(JOBS)
+
+# The stages need a loop, a summary and "keep going after a failure", which
+# a shell script says more plainly than make.  -Werror is on for all of them
+# (ROTA_WERROR=OFF make test to relax).
+test:
+	bash cmake/test-stages.sh
+
+bench:
+	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release \
+		-DROTA_BUILD_BENCH=ON -DROTA_BUILD_TESTS=OFF -DROTA_BUILD_EXAMPLES=OFF \
+		-DROTA_SANITIZE= -DROTA_BUILD_FUZZ=OFF -DROTA_WERROR=$(WERROR)
+	@if ! $(CMAKE) --build build-release --target help | grep -qw rota_bench; then \
+		echo "make bench: there is no rota_bench target yet (bench/CMakeLists.txt must define it)"; \
+		exit 1; \
+	fi
+	$(CMAKE) --build build-release -j $(JOBS) --target rota_bench bench_keyed rota_bench_service
+	build-release/bench/rota_bench $(BENCH_ARGS)
+	@echo "== W6 (keyed timers): bench_keyed =="
+	build-release/bench/bench_keyed $(filter --quick,$(BENCH_ARGS))
+	@echo "== S1/S2 (threaded service): rota_bench_service =="
+	build-release/bench/rota_bench_service $(filter --quick,$(BENCH_ARGS))
+
+# The bench-server target (examples/idle-server/CMakeLists.txt) builds the
+# server and the load generator and runs bench_server.sh.
+bench-server:
+	$(CMAKE) -S . -B build-server -DCMAKE_BUILD_TYPE=Release \
+		-DROTA_BUILD_EXAMPLES=ON -DROTA_BUILD_TESTS=OFF -DROTA_BUILD_BENCH=OFF \
+		-DROTA_WERROR=$(WERROR)
+	$(CMAKE) --build build-server -j $(JOBS) --target bench-server
+
+install: build
+	$(CMAKE) --install build --prefix $(PREFIX)
+
+format:
+	$(CLANG_FORMAT) -i $(FORMAT_FILES)
+
+format-check:
+	$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES)
+
+clean:
+	rm -rf $(BUILD_DIRS)
