@@ -1,0 +1,94 @@
+/*
+ * bench.h - what the driver (main.c, workloads.c, report.c) and the
+ * adapters (impl_*.c) share: the operations table every implementation
+ * fills in, the fire hook every adapter calls, and a few helpers.
+ *
+ * The contract of an adapter, whatever it wraps:
+ *   - Timers are named by a dense id in [0, n).  The adapter allocates, in
+ *     create(), everything a user of that library would allocate for n
+ *     timers (the node that embeds the library's timer plus the id), so
+ *     that MEM measures the per-timer cost a user really pays.
+ *   - arm() is only called on an idle timer; cancel() only on a pending
+ *     one; rearm() on a pending timer (the cheapest "move my deadline" the
+ *     library offers), or from the fire hook on the timer that just fired
+ *     (W2's expiries re-arm with the same call as its ops).  Deadlines are
+ *     absolute ticks of the simulated clock (1 tick = 1 ms) and always
+ *     later than the adapter's current time.
+ *   - advance(now) moves the implementation's time to `now` and, for every
+ *     timer whose deadline is <= now, calls bench_fired(id) exactly once,
+ *     on that very call (never early, never a tick late).  A one-shot
+ *     timer is idle again when bench_fired() runs, so the hook may arm it;
+ *     a periodic timer is still pending (next deadline = deadline + period,
+ *     never now + period).
+ *   - destroy() releases everything, pending timers included.
+ */
+#ifndef ROTA_BENCH_H
+#define ROTA_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Workload bits for bench_impl.skip(). */
+enum bench_workload {
+    WL_W1,
+    WL_W2,
+    WL_W3,
+    WL_W4,
+    WL_W5,
+    WL_W6,
+    WL_MEM,
+    WL_FLOOR,
+    WL_COUNT
+};
+
+struct bench_impl {
+    const char *name;
+    /* NULL when the implementation runs workload `wl` honestly, otherwise
+     * the reason it does not (goes to meta.skipped). May be NULL itself. */
+    const char *(*skip)(enum bench_workload wl);
+    /* Bytes the user allocates per timer (the node: library timer + id). */
+    size_t node_size;
+    void *(*create)(uint32_t n, uint64_t now);
+    void (*destroy)(void *impl);
+    void (*arm)(void *impl, uint32_t id, uint64_t deadline);
+    void (*cancel)(void *impl, uint32_t id);
+    void (*rearm)(void *impl, uint32_t id, uint64_t deadline);
+    void (*arm_periodic)(void *impl, uint32_t id, uint64_t first,
+                         uint64_t period);
+    void (*advance)(void *impl, uint64_t now);
+    /* The library version actually linked, or NULL (in-tree baselines). */
+    const char *(*version)(void);
+};
+
+/* Called by every adapter, from inside advance(), once per fire. */
+void bench_fired(uint32_t id);
+
+/* Aborts the run with a message: a library call failed. */
+_Noreturn void bench_die(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* The fake clock the real peers read (fakeclock.c).  While enabled,
+ * clock_gettime() returns the simulated tick `ms` for every clock id and
+ * epoll_wait()/epoll_pwait() with a zero timeout return 0 at once. */
+void bench_fakeclock_enable(bool on);
+void bench_fakeclock_set(uint64_t ms);
+uint64_t bench_fakeclock_now(void);
+uint64_t bench_fakeclock_elided(void);
+
+/* Wall time for measurements: the real CLOCK_MONOTONIC, never faked. */
+double bench_wall(void);
+
+extern const struct bench_impl impl_rota, impl_rota_touch, impl_heap2,
+    impl_heap4, impl_hashed_rounds;
+#ifdef BENCH_HAVE_LIBUV
+extern const struct bench_impl impl_libuv;
+#endif
+#ifdef BENCH_HAVE_LIBEV
+extern const struct bench_impl impl_libev;
+#endif
+#ifdef BENCH_HAVE_LIBEVENT
+extern const struct bench_impl impl_libevent, impl_libevent_common;
+#endif
+
+#endif /* ROTA_BENCH_H */

@@ -1,0 +1,649 @@
+/*
+ * service_bench.c - rota_bench_service: workloads S1 and S2 of issue 4,
+ * rota/service.h against the mutex + condvar heap2 service a user would
+ * write (service_heap.c).  Unlike rota_bench these run on the real clock
+ * and real threads: they measure the threading design, not the wheel.
+ *
+ *   S1  submission throughput.  N = 1e5 live timers, delays uniform in
+ *       [1, 60000] ms, split evenly between P producer threads (P = 1, 2).
+ *       Each op picks one of the producer's timers at random, cancels it
+ *       and arms it again with a fresh delay (W1's churn), as two calls.
+ *       Timed from a common start until every producer has done its ops
+ *       and, for rota, the service thread has taken in every submission
+ *       (rota_service_sync()), so queued work is not hidden.
+ *       Metrics: pairs_per_sec, ns_per_pair (wall time / total pairs), and
+ *       cpu_ns_per_pair (process CPU time / total pairs: every thread of the
+ *       implementation included, and insensitive to other tenants of a
+ *       shared machine, which the wall-clock figures are not).
+ *   S2  firing lateness.  N = 1e5 timers armed at absolute deadlines now +
+ *       uniform [1, 1000] ms; each callback reads CLOCK_MONOTONIC and
+ *       records (now - deadline); callbacks on the timer thread (0 workers)
+ *       or on 2 workers.  Metrics: late_p50_us, late_p99_us, late_max_us.
+ *
+ * Both implementations replay the same splitmix64 sequence (seed 42 unless
+ * --seed), in the same process run, alternating per repetition so that load
+ * from the rest of the machine falls on both; the median of the
+ * repetitions is reported.  Callbacks count their fires and the run fails
+ * loudly if a count is wrong.
+ *
+ * Output: a table on stdout and JSON rows in the format of
+ * shared/BENCH.md ({"impl", "workload", "n", "metric", "value"}) in
+ * build/bench/results-service.json (--json PATH).  Workloads are named
+ * S1-1p, S1-2p (producers) and S2-0w, S2-2w (workers).
+ *
+ * Usage: rota_bench_service [--quick] [--seed N] [--reps N] [--json PATH]
+ */
+#define _GNU_SOURCE
+#include <rota/service.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service_heap.h"
+
+#ifndef BENCH_COMPILER
+#define BENCH_COMPILER "unknown"
+#endif
+#ifndef BENCH_CFLAGS
+#define BENCH_CFLAGS "unknown"
+#endif
+
+#define MS UINT64_C(1000000)
+#define MAX_ROWS 64
+#define MAX_REPS 15
+
+static void die(const char *what)
+{
+    fprintf(stderr, "rota_bench_service: %s\n", what);
+    exit(1);
+}
+
+static uint64_t splitmix(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ------------------------------------------------------------ results */
+
+struct row {
+    const char *impl, *workload, *metric;
+    uint32_t n;
+    double value;
+};
+
+static struct row rows[MAX_ROWS];
+static int nrows;
+
+static void add_row(const char *impl, const char *wl, uint32_t n,
+                    const char *metric, double value)
+{
+    if (nrows == MAX_ROWS)
+        die("too many result rows");
+    rows[nrows++] = (struct row){impl, wl, metric, n, value};
+}
+
+static double row_value(const char *impl, const char *wl, const char *metric)
+{
+    for (int i = 0; i < nrows; i++)
+        if (!strcmp(rows[i].impl, impl) && !strcmp(rows[i].workload, wl) &&
+            !strcmp(rows[i].metric, metric))
+            return rows[i].value;
+    return 0;
+}
+
+static void read_line(const char *path, const char *prefix, char *out,
+                      size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    snprintf(out, cap, "unknown");
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (prefix == NULL || strncmp(line, prefix, strlen(prefix)) == 0) {
+            char *s = prefix == NULL ? line : strchr(line, ':');
+            s = s == NULL ? line : (prefix == NULL ? s : s + 1);
+            while (*s == ' ' || *s == '\t')
+                s++;
+            size_t len = strcspn(s, "\n");
+            if (len >= cap)
+                len = cap - 1; /* truncate, on purpose */
+            memcpy(out, s, len);
+            out[len] = '\0';
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void mkdirs(const char *path)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(buf, 0777);
+            *p = '/';
+        }
+    }
+}
+
+/* ------------------------------------------------------------- shared */
+
+struct config {
+    uint64_t seed;
+    int reps_s1, reps_s2;
+    uint32_t s1_n, s1_ops; /* live timers; pairs per producer per rep */
+    uint32_t s2_n;
+    uint64_t s2_max_delay;
+    bool quick;
+};
+
+static atomic_ullong fires; /* every callback of either implementation */
+
+/* A start line all producers (and the timing thread) cross together. */
+struct barrier {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int waiting, needed;
+    unsigned long long generation;
+};
+
+static void barrier_wait(struct barrier *b)
+{
+    pthread_mutex_lock(&b->mu);
+    unsigned long long gen = b->generation;
+    if (++b->waiting == b->needed) {
+        b->waiting = 0;
+        b->generation++;
+        pthread_cond_broadcast(&b->cv);
+    } else {
+        while (gen == b->generation)
+            pthread_cond_wait(&b->cv, &b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* ----------------------------------------------------------------- S1 */
+
+struct s1_run {
+    bool rota;
+    struct rota_service *svc;
+    struct hs_service *hs;
+    struct hs_node *nodes;
+    struct rota_service_handle *handles;
+    uint32_t n, ops;
+    unsigned producers;
+    uint64_t seed;
+    struct barrier start;
+};
+
+struct s1_producer {
+    struct s1_run *run;
+    unsigned id;
+    pthread_t thread;
+};
+
+static void s1_rota_fn(struct rota_service *svc,
+                       const struct rota_service_event *ev)
+{
+    (void)svc;
+    (void)ev;
+    atomic_fetch_add_explicit(&fires, 1, memory_order_relaxed);
+}
+
+static void s1_heap_fn(struct hs_node *node, uint64_t now)
+{
+    (void)node;
+    (void)now;
+    atomic_fetch_add_explicit(&fires, 1, memory_order_relaxed);
+}
+
+static uint64_t s1_delay(uint64_t *rng)
+{
+    return (1 + splitmix(rng) % 60000) * MS;
+}
+
+static void *s1_producer_main(void *arg)
+{
+    struct s1_producer *p = arg;
+    struct s1_run *r = p->run;
+    uint32_t share = r->n / r->producers, base = p->id * share;
+    uint64_t rng = r->seed * 1000003u + p->id;
+
+    barrier_wait(&r->start);
+    if (r->rota) {
+        for (uint32_t k = 0; k < r->ops; k++) {
+            uint32_t i = base + (uint32_t)(splitmix(&rng) % share);
+            rota_service_try_cancel(r->svc, r->handles[i]);
+            if (rota_service_arm(r->svc, s1_delay(&rng), s1_rota_fn, NULL,
+                                 &r->handles[i]) != 0)
+                die("S1: rota_service_arm failed");
+        }
+    } else {
+        for (uint32_t k = 0; k < r->ops; k++) {
+            uint32_t i = base + (uint32_t)(splitmix(&rng) % share);
+            hs_cancel(r->hs, &r->nodes[i]);
+            hs_arm(r->hs, &r->nodes[i], hs_now_ns() + s1_delay(&rng));
+        }
+    }
+    barrier_wait(&r->start);
+    return NULL;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* One repetition: pairs per second; process CPU ns per pair in *cpu. */
+static double s1_once(const struct config *cfg, bool rota, unsigned producers,
+                      int rep, double *cpu)
+{
+    struct s1_run r = {.rota = rota,
+                       .n = cfg->s1_n,
+                       .ops = cfg->s1_ops,
+                       .producers = producers,
+                       .seed = cfg->seed + (uint64_t)rep};
+    struct s1_producer prod[2];
+    uint64_t rng = cfg->seed ^ 0x5151;
+
+    unsigned long long fires0 = atomic_load(&fires);
+    pthread_mutex_init(&r.start.mu, NULL);
+    pthread_cond_init(&r.start.cv, NULL);
+    r.start.needed = (int)producers + 1;
+    if (rota) {
+        struct rota_service_config sc = {.initial_capacity = 2 * cfg->s1_n};
+        if (rota_service_create(&r.svc, &sc) != 0)
+            die("S1: rota_service_create failed");
+        r.handles = calloc(r.n, sizeof *r.handles);
+        if (r.handles == NULL)
+            die("out of memory");
+        for (uint32_t i = 0; i < r.n; i++)
+            if (rota_service_arm(r.svc, s1_delay(&rng), s1_rota_fn, NULL,
+                                 &r.handles[i]) != 0)
+                die("S1: rota_service_arm failed");
+        rota_service_sync(r.svc);
+    } else {
+        r.nodes = calloc(r.n, sizeof *r.nodes);
+        if (r.nodes == NULL)
+            die("out of memory");
+        for (uint32_t i = 0; i < r.n; i++) {
+            r.nodes[i].slot = HS_IDLE;
+            r.nodes[i].fn = s1_heap_fn;
+        }
+        r.hs = hs_create(r.n, 0, r.nodes);
+        if (r.hs == NULL)
+            die("S1: hs_create failed");
+        for (uint32_t i = 0; i < r.n; i++)
+            hs_arm(r.hs, &r.nodes[i], hs_now_ns() + s1_delay(&rng));
+    }
+    for (unsigned i = 0; i < producers; i++) {
+        prod[i] = (struct s1_producer){&r, i, 0};
+        pthread_create(&prod[i].thread, NULL, s1_producer_main, &prod[i]);
+    }
+    barrier_wait(&r.start);
+    uint64_t t0 = hs_now_ns();
+    double c0 = cpu_now();
+    barrier_wait(&r.start);
+    if (rota)
+        rota_service_sync(r.svc); /* the service thread has caught up */
+    uint64_t t1 = hs_now_ns();
+    *cpu = (cpu_now() - c0) / ((double)producers * r.ops);
+    for (unsigned i = 0; i < producers; i++)
+        pthread_join(prod[i].thread, NULL);
+    if (rota) {
+        struct rota_service_stats st;
+        rota_service_stats(r.svc, &st);
+        if (st.armed != r.n + (uint64_t)producers * r.ops ||
+            st.expired != atomic_load(&fires) - fires0 ||
+            st.pending + st.expired + st.cancelled != st.armed)
+            die("S1: rota's counts do not add up");
+        rota_service_destroy(r.svc);
+        free(r.handles);
+    } else {
+        hs_destroy(r.hs);
+        free(r.nodes);
+    }
+    pthread_cond_destroy(&r.start.cv);
+    pthread_mutex_destroy(&r.start.mu);
+    return (double)producers * r.ops / ((double)(t1 - t0) / 1e9);
+}
+
+static void run_s1(const struct config *cfg)
+{
+    for (unsigned p = 1; p <= 2; p++) {
+        double v[2][MAX_REPS], c[2][MAX_REPS];
+        for (int rep = 0; rep < cfg->reps_s1; rep++) {
+            /* Alternate the order so drifting load hits both. */
+            bool first_rota = rep % 2 == 0;
+            int a = first_rota ? 0 : 1, b = 1 - a;
+            v[a][rep] = s1_once(cfg, first_rota, p, rep, &c[a][rep]);
+            v[b][rep] = s1_once(cfg, !first_rota, p, rep, &c[b][rep]);
+        }
+        const char *wl = p == 1 ? "S1-1p" : "S1-2p";
+        for (int impl = 0; impl < 2; impl++) {
+            double m = median(v[impl], cfg->reps_s1);
+            const char *name = impl == 0 ? "rota-service" : "mutex-heap2";
+            add_row(name, wl, cfg->s1_n, "pairs_per_sec", m);
+            add_row(name, wl, cfg->s1_n, "ns_per_pair", 1e9 / m);
+            add_row(name, wl, cfg->s1_n, "cpu_ns_per_pair",
+                    median(c[impl], cfg->reps_s1));
+        }
+    }
+}
+
+/* ----------------------------------------------------------------- S2 */
+
+static uint64_t *s2_deadline;
+static uint64_t *s2_late;
+static atomic_uint s2_count;
+
+static void s2_record(uint32_t id)
+{
+    uint64_t now = hs_now_ns();
+    if (s2_late[id] != UINT64_MAX)
+        die("S2: a timer fired twice");
+    s2_late[id] = now > s2_deadline[id] ? now - s2_deadline[id] : 0;
+    atomic_fetch_add_explicit(&s2_count, 1, memory_order_release);
+    atomic_fetch_add_explicit(&fires, 1, memory_order_relaxed);
+}
+
+static void s2_rota_fn(struct rota_service *svc,
+                       const struct rota_service_event *ev)
+{
+    (void)svc;
+    s2_record((uint32_t)(uintptr_t)ev->arg);
+}
+
+static struct hs_node *s2_nodes;
+
+static void s2_heap_fn(struct hs_node *node, uint64_t now)
+{
+    (void)now;
+    s2_record((uint32_t)(node - s2_nodes));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* One repetition: p50, p99, max lateness in us. */
+static void s2_once(const struct config *cfg, bool rota, unsigned workers,
+                    int rep, double out[3])
+{
+    uint32_t n = cfg->s2_n;
+    uint64_t rng = cfg->seed * 7919u + (uint64_t)rep;
+    struct rota_service *svc = NULL;
+    struct hs_service *hs = NULL;
+
+    atomic_store(&s2_count, 0);
+    memset(s2_late, 0xff, (size_t)n * sizeof *s2_late);
+    if (rota) {
+        struct rota_service_config sc = {.workers = workers,
+                                         .initial_capacity = n};
+        if (rota_service_create(&svc, &sc) != 0)
+            die("S2: rota_service_create failed");
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            s2_nodes[i] = (struct hs_node){.slot = HS_IDLE, .fn = s2_heap_fn};
+        hs = hs_create(n, workers, s2_nodes);
+        if (hs == NULL)
+            die("S2: hs_create failed");
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t delay = (1 + splitmix(&rng) % cfg->s2_max_delay) * MS;
+        s2_deadline[i] = hs_now_ns() + delay;
+        if (rota) {
+            if (rota_service_arm_at(svc, s2_deadline[i], s2_rota_fn,
+                                    (void *)(uintptr_t)i, NULL) != 0)
+                die("S2: rota_service_arm_at failed");
+        } else {
+            hs_arm(hs, &s2_nodes[i], s2_deadline[i]);
+        }
+    }
+    uint64_t give_up = hs_now_ns() + (cfg->s2_max_delay + 10000) * MS;
+    while (atomic_load_explicit(&s2_count, memory_order_acquire) < n) {
+        if (hs_now_ns() > give_up)
+            die("S2: timers did not all fire within 10 s of their deadline");
+        struct timespec ts = {0, 2 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (rota)
+        rota_service_destroy(svc);
+    else
+        hs_destroy(hs);
+    qsort(s2_late, n, sizeof *s2_late, cmp_u64);
+    out[0] = (double)s2_late[n / 2] / 1e3;
+    out[1] = (double)s2_late[(uint64_t)n * 99 / 100] / 1e3;
+    out[2] = (double)s2_late[n - 1] / 1e3;
+}
+
+static void run_s2(const struct config *cfg)
+{
+    s2_deadline = calloc(cfg->s2_n, sizeof *s2_deadline);
+    s2_late = calloc(cfg->s2_n, sizeof *s2_late);
+    s2_nodes = calloc(cfg->s2_n, sizeof *s2_nodes);
+    if (s2_deadline == NULL || s2_late == NULL || s2_nodes == NULL)
+        die("out of memory");
+    static const char *metric[3] = {"late_p50_us", "late_p99_us",
+                                    "late_max_us"};
+    for (unsigned workers = 0; workers <= 2; workers += 2) {
+        double v[2][3][MAX_REPS];
+        for (int rep = 0; rep < cfg->reps_s2; rep++) {
+            for (int k = 0; k < 2; k++) {
+                bool rota = (rep + k) % 2 == 0;
+                double out[3];
+                s2_once(cfg, rota, workers, rep, out);
+                for (int m = 0; m < 3; m++)
+                    v[rota ? 0 : 1][m][rep] = out[m];
+            }
+        }
+        const char *wl = workers == 0 ? "S2-0w" : "S2-2w";
+        for (int impl = 0; impl < 2; impl++)
+            for (int m = 0; m < 3; m++)
+                add_row(impl == 0 ? "rota-service" : "mutex-heap2", wl,
+                        cfg->s2_n, metric[m], median(v[impl][m], cfg->reps_s2));
+    }
+    free(s2_deadline);
+    free(s2_late);
+    free(s2_nodes);
+}
+
+/* ------------------------------------------------------------- report */
+
+static void print_table(const struct config *cfg, const char *load0,
+                        const char *load1)
+{
+    printf("\nS1 submission throughput: arm + cancel pairs per second, "
+           "N = %u live timers, median of %d\n",
+           cfg->s1_n, cfg->reps_s1);
+    printf("  %-10s %16s %16s %8s   %s\n", "producers", "rota-service",
+           "mutex-heap2", "ratio", "CPU ns per pair (rota / heap)");
+    for (int p = 1; p <= 2; p++) {
+        const char *wl = p == 1 ? "S1-1p" : "S1-2p";
+        double a = row_value("rota-service", wl, "pairs_per_sec");
+        double b = row_value("mutex-heap2", wl, "pairs_per_sec");
+        printf("  %-10d %13.2f M/s %13.2f M/s %7.2fx   %.0f / %.0f\n", p,
+               a / 1e6, b / 1e6, a / b,
+               row_value("rota-service", wl, "cpu_ns_per_pair"),
+               row_value("mutex-heap2", wl, "cpu_ns_per_pair"));
+    }
+    printf("\nS2 firing lateness in us (now - deadline at the callback), N = "
+           "%u timers, delays 1..%" PRIu64 " ms, median of %d\n",
+           cfg->s2_n, cfg->s2_max_delay, cfg->reps_s2);
+    printf("  %-8s %-14s %10s %10s %10s\n", "workers", "impl", "p50", "p99",
+           "max");
+    for (int w = 0; w <= 2; w += 2) {
+        const char *wl = w == 0 ? "S2-0w" : "S2-2w";
+        for (int impl = 0; impl < 2; impl++) {
+            const char *name = impl == 0 ? "rota-service" : "mutex-heap2";
+            printf("  %-8d %-14s %10.1f %10.1f %10.1f\n", w, name,
+                   row_value(name, wl, "late_p50_us"),
+                   row_value(name, wl, "late_p99_us"),
+                   row_value(name, wl, "late_max_us"));
+        }
+    }
+    double r2 = row_value("rota-service", "S1-2p", "pairs_per_sec") /
+                row_value("mutex-heap2", "S1-2p", "pairs_per_sec");
+    printf("\nissue 4 targets: S1 with 2 producers >= 3x mutex-heap2: %.2fx "
+           "(%s); S2 p99 < 200 us on an idle machine: %.1f us (0 workers), "
+           "%.1f us (2 workers)\n",
+           r2, r2 >= 3 ? "met" : "NOT met",
+           row_value("rota-service", "S2-0w", "late_p99_us"),
+           row_value("rota-service", "S2-2w", "late_p99_us"));
+    printf("load average before / after: %s / %s\n", load0, load1);
+}
+
+static int write_json(const char *path, const struct config *cfg,
+                      const char *load0, const char *load1)
+{
+    char cpu[256], date[64], kernel[128];
+    struct utsname u;
+    time_t t = time(NULL);
+    read_line("/proc/cpuinfo", "model name", cpu, sizeof cpu);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    snprintf(kernel, sizeof kernel, "%s",
+             uname(&u) == 0 ? u.release : "unknown");
+    mkdirs(path);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "rota_bench_service: cannot write %s: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    fprintf(f, "{\n  \"meta\": {\n    \"compiler\": ");
+    json_string(f, BENCH_COMPILER);
+    fprintf(f, ",\n    \"flags\": ");
+    json_string(f, BENCH_CFLAGS);
+    fprintf(f, ",\n    \"cpu\": ");
+    json_string(f, cpu);
+    fprintf(f, ",\n    \"cpus_online\": %ld", sysconf(_SC_NPROCESSORS_ONLN));
+    fprintf(f, ",\n    \"kernel\": ");
+    json_string(f, kernel);
+    fprintf(f, ",\n    \"seed\": %" PRIu64, cfg->seed);
+    fprintf(f, ",\n    \"date\": ");
+    json_string(f, date);
+    fprintf(f, ",\n    \"repetitions\": ");
+    json_string(f, "median of the repetitions; implementations alternate");
+    fprintf(f, ",\n    \"repetitions_s1\": %d,\n    \"repetitions_s2\": %d",
+            cfg->reps_s1, cfg->reps_s2);
+    fprintf(f, ",\n    \"quick\": %s", cfg->quick ? "true" : "false");
+    fprintf(f, ",\n    \"clock\": ");
+    json_string(f, "real: CLOCK_MONOTONIC (S1, S2 run real threads)");
+    fprintf(f, ",\n    \"s1_pairs_per_producer\": %u", cfg->s1_ops);
+    fprintf(f, ",\n    \"s2_max_delay_ms\": %" PRIu64, cfg->s2_max_delay);
+    fprintf(f, ",\n    \"loadavg_before\": ");
+    json_string(f, load0);
+    fprintf(f, ",\n    \"loadavg_after\": ");
+    json_string(f, load1);
+    fprintf(f, ",\n    \"skipped\": []\n  },\n  \"results\": [");
+    for (int i = 0; i < nrows; i++) {
+        fprintf(f, "%s\n    {\"impl\": ", i ? "," : "");
+        json_string(f, rows[i].impl);
+        fprintf(f, ", \"workload\": ");
+        json_string(f, rows[i].workload);
+        fprintf(f, ", \"n\": %u, \"metric\": ", rows[i].n);
+        json_string(f, rows[i].metric);
+        fprintf(f, ", \"value\": %.6g}", rows[i].value);
+    }
+    fprintf(f, "\n  ]\n}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    struct config cfg = {.seed = 42,
+                         .reps_s1 = 5,
+                         .reps_s2 = 3,
+                         .s1_n = 100000,
+                         .s1_ops = 2000000,
+                         .s2_n = 100000,
+                         .s2_max_delay = 1000};
+    const char *json = "build/bench/results-service.json";
+    int reps = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            cfg.quick = true;
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            cfg.seed = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
+        else {
+            fprintf(stderr,
+                    "usage: %s [--quick] [--seed N] [--reps N] "
+                    "[--json PATH]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (cfg.quick) {
+        cfg.reps_s1 = 3;
+        cfg.reps_s2 = 1;
+        cfg.s1_ops = 200000;
+        cfg.s2_n = 20000;
+        cfg.s2_max_delay = 200;
+    }
+    if (reps > 0)
+        cfg.reps_s1 = cfg.reps_s2 = reps < MAX_REPS ? reps : MAX_REPS;
+
+    char load0[128], load1[128];
+    read_line("/proc/loadavg", NULL, load0, sizeof load0);
+    printf("rota_bench_service: %s, %s; seed %" PRIu64 "%s\n", BENCH_COMPILER,
+           BENCH_CFLAGS, cfg.seed, cfg.quick ? " (quick)" : "");
+    fflush(stdout);
+    run_s1(&cfg);
+    run_s2(&cfg);
+    read_line("/proc/loadavg", NULL, load1, sizeof load1);
+    print_table(&cfg, load0, load1);
+    if (write_json(json, &cfg, load0, load1) != 0)
+        return 1;
+    printf("results written to %s\n", json);
+    return 0;
+}

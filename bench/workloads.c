@@ -1,0 +1,578 @@
+/*
+ * workloads.c - W1-W5, MEM and FLOOR of shared/BENCH.md, run against any
+ * implementation through the operations table of bench.h.
+ *
+ * One op stream per (workload, N), generated here once from splitmix64
+ * (seeded from --seed and the workload) and replayed identically by every
+ * implementation.  Delays that callbacks need (W1's re-arm on expiry) are
+ * not drawn from the stream, whose position would then depend on the order
+ * in which an implementation fires equal deadlines; they are a hash of
+ * (seed, timer id, fire tick), so every correct implementation makes the
+ * same choice whatever its tie order.  For the same reason the cross-check
+ * is an order-independent sum over fires of mix(id, fire tick), plus the
+ * number of fires; every implementation must match the first one run,
+ * exactly, or the run stops with a message naming both.
+ *
+ * Repetitions continue one timeline: the structure is set up once (not
+ * timed) and repetition r replays slice r of the stream (W1, W2) or a fresh
+ * round of timers (W3, W4, W5), so a 1e7-timer structure is built once per
+ * implementation rather than once per repetition.  Only the measured loop
+ * sits between the two clock reads.
+ */
+#define _GNU_SOURCE
+#include "driver.h"
+
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define W1_MAX_DELAY 60000u
+#define W1_OPS_PER_TICK 1000u
+#define W2_TIMEOUT 30000u
+#define W3_SPAN 60000u
+#define W4_TIMERS 1000u
+#define W4_MAX_DELAY 3600000u
+#define W5_MIN_PERIOD 10u
+#define W5_MAX_PERIOD 1000u
+
+/* ------------------------------------------------------------ randomness */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static uint64_t mix(uint64_t x)
+{
+    uint64_t s = x;
+    return splitmix(&s);
+}
+
+/* Uniform in [lo, hi]. */
+static uint32_t uniform(uint64_t *s, uint32_t lo, uint32_t hi)
+{
+    return lo +
+           (uint32_t)(((splitmix(s) >> 32) * (uint64_t)(hi - lo + 1)) >> 32);
+}
+
+static uint64_t stream_seed(const struct config *cfg, enum bench_workload wl,
+                            uint32_t n, uint64_t part)
+{
+    return mix(cfg->seed ^
+               mix(((uint64_t)wl << 56) ^ ((uint64_t)n << 8) ^ part));
+}
+
+/* -------------------------------------------------------- the fire hook */
+
+enum hook_mode { HOOK_COUNT, HOOK_W1, HOOK_W2, HOOK_W5 };
+
+static struct {
+    const struct bench_impl *impl;
+    void *h;
+    enum hook_mode mode;
+    uint64_t now;
+    uint64_t seed;
+    uint64_t fires;
+    uint64_t sum;
+    uint32_t *counts;
+    double job_start;
+    const char *fault; /* --fault: the implementation to misreport */
+} g;
+
+void wl_set_fault(const char *impl)
+{
+    g.fault = impl;
+}
+
+void bench_fired(uint32_t id)
+{
+    uint64_t tick = g.now;
+    g.fires++;
+    /* --fault: the driver's self-test.  Pretend the named implementation
+     * fired its third timer of each job one tick late; the cross-check
+     * must catch it and stop the run. */
+    if (g.fault && g.fires == 3 && !strcmp(g.fault, g.impl->name))
+        tick++;
+    g.sum += mix(((uint64_t)id << 32) ^ tick ^ UINT64_C(0x5bd1e995));
+    switch (g.mode) {
+    case HOOK_COUNT:
+        break;
+    case HOOK_W1: {
+        uint64_t d =
+            1 + mix(g.seed ^ ((uint64_t)id << 32) ^ tick) % W1_MAX_DELAY;
+        g.impl->arm(g.h, id, tick + d);
+        break;
+    }
+    case HOOK_W2:
+        g.impl->rearm(g.h, id, tick + W2_TIMEOUT);
+        break;
+    case HOOK_W5:
+        g.counts[id]++;
+        break;
+    }
+}
+
+static void hook_begin(const struct bench_impl *impl, void *h,
+                       enum hook_mode mode, uint64_t seed, uint64_t now)
+{
+    g.impl = impl;
+    g.h = h;
+    g.mode = mode;
+    g.seed = seed;
+    g.now = now;
+    g.fires = 0;
+    g.sum = 0;
+}
+
+static void advance_to(uint64_t now)
+{
+    g.now = now;
+    g.impl->advance(g.h, now);
+}
+
+/* --------------------------------------------------------------- data */
+
+struct w1_op {
+    uint32_t id;
+    uint32_t delay;
+};
+
+struct wl_data {
+    enum bench_workload wl;
+    uint32_t n;
+    int reps;
+    double cap;
+    uint64_t ops_per_rep;
+    struct w1_op *w1; /* W1: reps * ops */
+    uint32_t *ids;    /* W2 and FLOOR: reps * ops */
+    uint32_t *setup;  /* W1, W2, MEM: one delay per timer */
+};
+
+static void *xmalloc(size_t size)
+{
+    void *p = malloc(size ? size : 1);
+    if (!p)
+        bench_die("out of memory (%zu bytes)", size);
+    return p;
+}
+
+struct wl_data *wl_prepare(const struct config *cfg, enum bench_workload wl,
+                           uint32_t n)
+{
+    struct wl_data *d = calloc(1, sizeof *d);
+    if (!d)
+        bench_die("out of memory");
+    d->wl = wl;
+    d->n = n;
+    d->reps = reps_for(cfg, wl, n);
+    d->cap = n >= 10000000 ? cfg->cap_big : cfg->cap_small;
+    d->ops_per_rep = cfg->w12_ops;
+    uint64_t s = stream_seed(cfg, wl == WL_FLOOR ? WL_W2 : wl, n, 0);
+    uint64_t total = d->ops_per_rep * (uint64_t)d->reps;
+
+    switch (wl) {
+    case WL_W1:
+        d->setup = xmalloc((size_t)n * sizeof *d->setup);
+        for (uint32_t i = 0; i < n; i++)
+            d->setup[i] = uniform(&s, 1, W1_MAX_DELAY);
+        d->w1 = xmalloc((size_t)total * sizeof *d->w1);
+        for (uint64_t i = 0; i < total; i++) {
+            d->w1[i].id = uniform(&s, 0, n - 1);
+            d->w1[i].delay = uniform(&s, 1, W1_MAX_DELAY);
+        }
+        break;
+    case WL_W2:
+    case WL_FLOOR: /* the same stream of ids as W2 */
+        d->setup = xmalloc((size_t)n * sizeof *d->setup);
+        for (uint32_t i = 0; i < n; i++)
+            d->setup[i] = uniform(&s, 1, W2_TIMEOUT);
+        d->ids = xmalloc((size_t)total * sizeof *d->ids);
+        for (uint64_t i = 0; i < total; i++)
+            d->ids[i] = uniform(&s, 0, n - 1);
+        break;
+    case WL_MEM:
+        d->setup = xmalloc((size_t)n * sizeof *d->setup);
+        for (uint32_t i = 0; i < n; i++)
+            d->setup[i] = uniform(&s, 1, W1_MAX_DELAY);
+        break;
+    default: /* W3, W4, W5 draw each repetition's timers in wl_run */
+        break;
+    }
+    return d;
+}
+
+void wl_release(struct wl_data *d)
+{
+    if (!d)
+        return;
+    free(d->w1);
+    free(d->ids);
+    free(d->setup);
+    free(d);
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int count)
+{
+    qsort(v, (size_t)count, sizeof *v, cmp_double);
+    return count % 2 ? v[count / 2] : (v[count / 2 - 1] + v[count / 2]) / 2;
+}
+
+static void set_out(struct wl_out *out, int i, const char *metric,
+                    double *samples, int reps)
+{
+    out->metric[i] = metric;
+    out->value[i] = median(samples, reps);
+    if (out->count < i + 1)
+        out->count = i + 1;
+}
+
+/* Whether to run repetition r: up to d->reps, but none after the job's
+ * time cap (at least one runs).  Records the previous one's cross-check
+ * snapshot. */
+static bool more_reps(const struct wl_data *d, int r, struct wl_out *out)
+{
+    if (r == 0) {
+        out->reps = 0;
+        g.job_start = bench_wall();
+        return true;
+    }
+    out->fires[r - 1] = g.fires;
+    out->checksum[r - 1] = g.sum;
+    out->reps = r;
+    return r < d->reps && bench_wall() - g.job_start < d->cap;
+}
+
+static void expect_fires(const struct bench_impl *impl, const char *wl,
+                         uint32_t n, int rep, uint64_t got, uint64_t want)
+{
+    if (got != want)
+        bench_die("CROSS-CHECK FAILED: %s %s N=%u repetition %d fired %llu "
+                  "timers, expected %llu",
+                  impl->name, wl, n, rep, (unsigned long long)got,
+                  (unsigned long long)want);
+}
+
+/* ---------------------------------------------------------- workloads */
+
+/* W1 churn: cancel + arm a random live timer per op; 1 tick per 1000 ops. */
+static void run_w1(const struct bench_impl *impl, struct wl_data *d,
+                   uint64_t seed, struct wl_out *out)
+{
+    uint32_t n = d->n;
+    uint64_t now = START_TICK;
+    void *h = impl->create(n, now);
+    double t[MAX_REPS];
+
+    hook_begin(impl, h, HOOK_W1, seed, now);
+    for (uint32_t i = 0; i < n; i++)
+        impl->arm(h, i, now + d->setup[i]);
+    for (int r = 0; more_reps(d, r, out); r++) {
+        const struct w1_op *op = d->w1 + (uint64_t)r * d->ops_per_rep;
+        uint64_t m = d->ops_per_rep;
+        uint32_t k = 0;
+        double t0 = bench_wall();
+        for (uint64_t i = 0; i < m; i++) {
+            impl->cancel(h, op[i].id);
+            impl->arm(h, op[i].id, now + op[i].delay);
+            if (++k == W1_OPS_PER_TICK) {
+                k = 0;
+                advance_to(++now);
+            }
+        }
+        t[r] = (bench_wall() - t0) * 1e9 / (double)m;
+    }
+    set_out(out, 0, "ns_per_op", t, out->reps);
+    impl->destroy(h);
+}
+
+/* W2 refresh: re-arm a random timer to now + 30000; 1 tick per N/1000 ops. */
+static void run_w2(const struct bench_impl *impl, struct wl_data *d,
+                   uint64_t seed, struct wl_out *out)
+{
+    uint32_t n = d->n;
+    uint32_t per_tick = n / 1000 ? n / 1000 : 1;
+    uint64_t now = START_TICK;
+    void *h = impl->create(n, now);
+    double t[MAX_REPS];
+
+    hook_begin(impl, h, HOOK_W2, seed, now);
+    /* As if each connection was last active at a random moment of the
+     * past 30 s: deadlines spread over (now, now + 30000]. */
+    for (uint32_t i = 0; i < n; i++)
+        impl->arm(h, i, now + d->setup[i]);
+    for (int r = 0; more_reps(d, r, out); r++) {
+        const uint32_t *id = d->ids + (uint64_t)r * d->ops_per_rep;
+        uint64_t m = d->ops_per_rep;
+        uint32_t k = 0;
+        double t0 = bench_wall();
+        for (uint64_t i = 0; i < m; i++) {
+            impl->rearm(h, id[i], now + W2_TIMEOUT);
+            if (++k == per_tick) {
+                k = 0;
+                advance_to(++now);
+            }
+        }
+        t[r] = (bench_wall() - t0) * 1e9 / (double)m;
+    }
+    set_out(out, 0, "ns_per_op", t, out->reps);
+    impl->destroy(h);
+}
+
+/* W3 storm: arm N timers over [1, 60000], then advance tick by tick to
+ * +60000; every timer fires.  Two figures: per arm, per expiry. */
+static void run_w3(const struct config *cfg, const struct bench_impl *impl,
+                   struct wl_data *d, struct wl_out *out)
+{
+    uint32_t n = d->n;
+    uint64_t now = START_TICK;
+    void *h = impl->create(n, now);
+    uint32_t *delay = xmalloc((size_t)n * sizeof *delay);
+    double ta[MAX_REPS], te[MAX_REPS];
+
+    hook_begin(impl, h, HOOK_COUNT, 0, now);
+    for (int r = 0; more_reps(d, r, out); r++) {
+        uint64_t s = stream_seed(cfg, WL_W3, n, (uint64_t)r + 1);
+        for (uint32_t i = 0; i < n; i++)
+            delay[i] = uniform(&s, 1, W3_SPAN);
+        uint64_t before = g.fires, base = now;
+        double t0 = bench_wall();
+        for (uint32_t i = 0; i < n; i++)
+            impl->arm(h, i, base + delay[i]);
+        double t1 = bench_wall();
+        for (uint32_t i = 0; i < W3_SPAN; i++)
+            advance_to(++now);
+        double t2 = bench_wall();
+        expect_fires(impl, "W3", n, r, g.fires - before, n);
+        ta[r] = (t1 - t0) * 1e9 / n;
+        te[r] = (t2 - t1) * 1e9 / n;
+    }
+    set_out(out, 0, "ns_per_arm", ta, out->reps);
+    set_out(out, 1, "ns_per_expiry", te, out->reps);
+    free(delay);
+    impl->destroy(h);
+}
+
+/* W4 sparse: 1000 timers over one simulated hour, advanced tick by tick. */
+static void run_w4(const struct config *cfg, const struct bench_impl *impl,
+                   struct wl_data *d, struct wl_out *out)
+{
+    uint64_t now = START_TICK;
+    void *h = impl->create(W4_TIMERS, now);
+    double t[MAX_REPS];
+
+    hook_begin(impl, h, HOOK_COUNT, 0, now);
+    for (int r = 0; more_reps(d, r, out); r++) {
+        uint64_t s = stream_seed(cfg, WL_W4, W4_TIMERS, (uint64_t)r + 1);
+        uint64_t before = g.fires, expected = 0;
+        for (uint32_t i = 0; i < W4_TIMERS; i++) {
+            uint32_t delay = uniform(&s, 1, W4_MAX_DELAY);
+            impl->arm(h, i, now + delay);
+            expected += delay <= cfg->w4_ticks;
+        }
+        double t0 = bench_wall();
+        for (uint32_t i = 0; i < cfg->w4_ticks; i++)
+            advance_to(++now);
+        t[r] = (bench_wall() - t0) * 1e9 / cfg->w4_ticks;
+        expect_fires(impl, "W4", W4_TIMERS, r, g.fires - before, expected);
+        if (cfg->w4_ticks < W4_MAX_DELAY) { /* --quick: finish the round */
+            for (uint32_t i = cfg->w4_ticks; i < W4_MAX_DELAY; i++)
+                advance_to(++now);
+        }
+    }
+    set_out(out, 0, "ns_per_advance", t, out->reps);
+    impl->destroy(h);
+}
+
+/* W5 periodic: N timers, periods over [10, 1000], first deadline one
+ * period after the start T, run ticks T+1 .. T+10000.  Timer i fires at
+ * T + k*p for k = 1 .. floor(10000/p): exactly floor(10000/p) times, which
+ * is checked per timer (a drifting or late implementation fails). */
+static void run_w5(const struct config *cfg, const struct bench_impl *impl,
+                   struct wl_data *d, struct wl_out *out)
+{
+    uint32_t n = d->n;
+    uint64_t now = START_TICK;
+    void *h = impl->create(n, now);
+    uint32_t *period = xmalloc((size_t)n * sizeof *period);
+    uint32_t *counts = xmalloc((size_t)n * sizeof *counts);
+    double t[MAX_REPS];
+
+    hook_begin(impl, h, HOOK_W5, 0, now);
+    g.counts = counts;
+    for (int r = 0; more_reps(d, r, out); r++) {
+        uint64_t s = stream_seed(cfg, WL_W5, n, (uint64_t)r + 1);
+        for (uint32_t i = 0; i < n; i++) {
+            period[i] = uniform(&s, W5_MIN_PERIOD, W5_MAX_PERIOD);
+            counts[i] = 0;
+            impl->arm_periodic(h, i, now + period[i], period[i]);
+        }
+        uint64_t before = g.fires;
+        double t0 = bench_wall();
+        for (uint32_t i = 0; i < cfg->w5_ticks; i++)
+            advance_to(++now);
+        double dt = bench_wall() - t0;
+        uint64_t fires = g.fires - before;
+        for (uint32_t i = 0; i < n; i++) {
+            if (counts[i] != cfg->w5_ticks / period[i])
+                bench_die("CROSS-CHECK FAILED: %s W5 N=%u repetition %d: "
+                          "timer %u (period %u) fired %u times in %u ticks, "
+                          "expected floor(%u/%u) = %u",
+                          impl->name, n, r, i, period[i], counts[i],
+                          cfg->w5_ticks, cfg->w5_ticks, period[i],
+                          cfg->w5_ticks / period[i]);
+            impl->cancel(h, i);
+        }
+        t[r] = fires ? dt * 1e9 / (double)fires : 0;
+    }
+    set_out(out, 0, "ns_per_fire", t, out->reps);
+    g.counts = NULL;
+    free(period);
+    free(counts);
+    impl->destroy(h);
+}
+
+static long rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = 0, resident = 0;
+    if (!f || fscanf(f, "%ld %ld", &size, &resident) != 2)
+        bench_die("cannot read /proc/self/statm");
+    fclose(f);
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
+/* MEM: RSS growth for creating the structure (every user allocation for N
+ * timers included) and arming N timers, per timer; and the node's size. */
+static void run_mem(const struct bench_impl *impl, struct wl_data *d,
+                    struct wl_out *out)
+{
+    uint32_t n = d->n;
+    uint64_t now = START_TICK;
+
+    malloc_trim(0);
+    long before = rss_bytes();
+    void *h = impl->create(n, now);
+    hook_begin(impl, h, HOOK_COUNT, 0, now);
+    for (uint32_t i = 0; i < n; i++)
+        impl->arm(h, i, now + d->setup[i]);
+    long after = rss_bytes();
+    impl->destroy(h);
+    malloc_trim(0);
+    out->count = 2;
+    out->metric[0] = "bytes_per_timer_rss";
+    out->value[0] = (double)(after - before) / n;
+    out->metric[1] = "bytes_per_timer_node";
+    out->value[1] = (double)impl->node_size;
+    out->reps = 1;
+    out->fires[0] = g.fires;
+    out->checksum[0] = g.sum;
+}
+
+void wl_run(const struct config *cfg, const struct bench_impl *impl,
+            enum bench_workload wl, uint32_t n, struct wl_data *d,
+            struct wl_out *out)
+{
+    uint64_t seed = stream_seed(cfg, wl, n, 0xf1);
+    memset(out, 0, sizeof *out);
+    (void)n;
+    switch (wl) {
+    case WL_W1:
+        run_w1(impl, d, seed, out);
+        break;
+    case WL_W2:
+        run_w2(impl, d, seed, out);
+        break;
+    case WL_W3:
+        run_w3(cfg, impl, d, out);
+        break;
+    case WL_W4:
+        run_w4(cfg, impl, d, out);
+        break;
+    case WL_W5:
+        run_w5(cfg, impl, d, out);
+        break;
+    case WL_MEM:
+        run_mem(impl, d, out);
+        break;
+    default:
+        bench_die("workload %s has no runner", wl_name(wl));
+    }
+}
+
+/* ---------------------------------------------------------------- FLOOR */
+
+struct floor_node {
+    uint64_t field;
+    uint64_t next;
+    uint64_t pad[6];
+};
+
+/* The W2 loop with the timer op replaced by one increment of an 8-byte
+ * field of a random 64-byte node (independent accesses), then a dependent
+ * chase through the same nodes in one random cycle (Sattolo). */
+void wl_floor(const struct config *cfg, uint32_t n, struct wl_data *d,
+              struct wl_out *out)
+{
+    struct floor_node *node = aligned_alloc(64, (size_t)n * sizeof *node);
+    uint32_t per_tick = n / 1000 ? n / 1000 : 1;
+    double ti[MAX_REPS], tc[MAX_REPS];
+    uint64_t s = stream_seed(cfg, WL_FLOOR, n, 7);
+    volatile uint64_t sink;
+
+    if (!node)
+        bench_die("FLOOR: out of memory for %u nodes", n);
+    memset(out, 0, sizeof *out);
+    for (uint32_t i = 0; i < n; i++)
+        node[i] = (struct floor_node){.next = i};
+    for (uint32_t i = n - 1; i > 0; i--) {
+        uint32_t j = uniform(&s, 0, i - 1);
+        uint64_t tmp = node[i].next;
+        node[i].next = node[j].next;
+        node[j].next = tmp;
+    }
+    uint64_t now = START_TICK;
+    for (int r = 0; more_reps(d, r, out); r++) {
+        const uint32_t *id = d->ids + (uint64_t)r * d->ops_per_rep;
+        uint64_t m = d->ops_per_rep;
+        uint32_t k = 0;
+        double t0 = bench_wall();
+        for (uint64_t i = 0; i < m; i++) {
+            node[id[i]].field++;
+            if (++k == per_tick) {
+                k = 0;
+                ++now;
+            }
+        }
+        double t1 = bench_wall();
+        uint64_t at = id[0];
+        for (uint64_t i = 0; i < m; i++)
+            at = node[at].next;
+        double t2 = bench_wall();
+        sink = at + now;
+        ti[r] = (t1 - t0) * 1e9 / (double)m;
+        tc[r] = (t2 - t1) * 1e9 / (double)m;
+    }
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++)
+        total += node[i].field;
+    sink = total;
+    (void)sink;
+    if (total != d->ops_per_rep * (uint64_t)out->reps)
+        bench_die("FLOOR: lost increments");
+    set_out(out, 0, "ns_per_access", ti, out->reps);
+    set_out(out, 1, "ns_per_dependent_access", tc, out->reps);
+    free(node);
+}
