@@ -1,0 +1,187 @@
+/*
+ * harness.h - the core tests' check harness, header-only.
+ *
+ *   TEST(name) { CHECK(...); CHECK_EQ_U64(a, b); ... }
+ *   static const struct h_test tests[] = {H_TEST(name), ...};
+ *   int main(int argc, char **argv) { return h_main(argc, argv, tests,
+ *                                                   H_COUNT(tests)); }
+ *
+ * A failed check prints file, line, the expressions and both operands, and
+ * fails its test; the test goes on (checks are expressions returning
+ * whether they passed, so `if (!CHECK(p != NULL)) return;` stops early).  A
+ * test that makes no check at all fails too: every test must be able to.
+ * h_main() runs the tests whose name contains argv[1] (all without one) and
+ * ends with the line "N passed, M failed"; its status is non-zero if any
+ * failed.  h_seed() reads ROTA_SEED (default: from the time) and always
+ * prints it; h_small() is true when ROTA_TEST_SCALE=small (valgrind).
+ */
+#ifndef ROTA_TEST_HARNESS_H
+#define ROTA_TEST_HARNESS_H
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct h_test {
+    const char *name;
+    void (*fn)(void);
+};
+
+#define TEST(name) static void name(void)
+#define H_TEST(name)                                                           \
+    {                                                                          \
+#name, name                                                            \
+    }
+#define H_COUNT(array) (sizeof(array) / sizeof((array)[0]))
+
+static unsigned long h_checks; /* checks made by the running test */
+static unsigned long h_failed; /* of which failed */
+
+static inline bool h_report(bool ok, const char *file, int line)
+{
+    h_checks++;
+    if (!ok) {
+        h_failed++;
+        fprintf(stderr, "%s:%d: check failed: ", file, line);
+    }
+    return ok;
+}
+
+static inline bool h_check(bool ok, const char *file, int line,
+                           const char *expr)
+{
+    if (!h_report(ok, file, line))
+        fprintf(stderr, "%s\n", expr);
+    return ok;
+}
+
+static inline bool h_check_u64(uint64_t a, uint64_t b, const char *file,
+                               int line, const char *ea, const char *eb)
+{
+    if (!h_report(a == b, file, line))
+        fprintf(stderr,
+                "%s == %s\n    left:  %" PRIu64 " (0x%" PRIx64 ")\n"
+                "    right: %" PRIu64 " (0x%" PRIx64 ")\n",
+                ea, eb, a, a, b, b);
+    return a == b;
+}
+
+static inline bool h_check_int(long long a, long long b, const char *file,
+                               int line, const char *ea, const char *eb)
+{
+    if (!h_report(a == b, file, line))
+        fprintf(stderr, "%s == %s\n    left:  %lld\n    right: %lld\n", ea, eb,
+                a, b);
+    return a == b;
+}
+
+static inline bool h_check_ptr(const void *a, const void *b, const char *file,
+                               int line, const char *ea, const char *eb)
+{
+    if (!h_report(a == b, file, line))
+        fprintf(stderr, "%s == %s\n    left:  %p\n    right: %p\n", ea, eb,
+                (void *)(uintptr_t)a, (void *)(uintptr_t)b);
+    return a == b;
+}
+
+static inline bool h_check_str(const char *a, const char *b, const char *file,
+                               int line, const char *ea, const char *eb)
+{
+    bool ok = a != NULL && b != NULL && strcmp(a, b) == 0;
+    if (!h_report(ok, file, line))
+        fprintf(stderr, "%s == %s\n    left:  \"%s\"\n    right: \"%s\"\n", ea,
+                eb, a ? a : "(null)", b ? b : "(null)");
+    return ok;
+}
+
+#define CHECK(cond) h_check((cond) ? true : false, __FILE__, __LINE__, #cond)
+#define CHECK_EQ_U64(a, b)                                                     \
+    h_check_u64((uint64_t)(a), (uint64_t)(b), __FILE__, __LINE__, #a, #b)
+#define CHECK_EQ_INT(a, b)                                                     \
+    h_check_int((long long)(a), (long long)(b), __FILE__, __LINE__, #a, #b)
+#define CHECK_EQ_PTR(a, b)                                                     \
+    h_check_ptr((const void *)(a), (const void *)(b), __FILE__, __LINE__, #a,  \
+                #b)
+#define CHECK_EQ_STR(a, b) h_check_str((a), (b), __FILE__, __LINE__, #a, #b)
+/* rota_wheel_check() must pass; prints the violation it found. */
+#define CHECK_WHEEL(w)                                                         \
+    do {                                                                       \
+        const char *why_ = NULL;                                               \
+        int rc_ = rota_wheel_check((w), &why_);                                \
+        if (!CHECK_EQ_INT(rc_, 0))                                             \
+            fprintf(stderr, "    rota_wheel_check: %s\n",                      \
+                    why_ ? why_ : "(no reason)");                              \
+    } while (0)
+
+/* ------------------------------------------------------ seed and scale */
+
+/* ROTA_SEED (decimal or 0x hex) or a time-based seed; always printed. */
+static inline uint64_t h_seed(void)
+{
+    const char *env = getenv("ROTA_SEED");
+    uint64_t seed;
+
+    if (env != NULL && *env != '\0') {
+        seed = strtoull(env, NULL, 0);
+    } else {
+        struct timespec ts;
+        timespec_get(&ts, TIME_UTC);
+        seed = (uint64_t)ts.tv_sec * 1000000007u + (uint64_t)ts.tv_nsec;
+    }
+    printf("seed: %" PRIu64 " (ROTA_SEED=%" PRIu64 " repeats this run)\n", seed,
+           seed);
+    fflush(stdout);
+    return seed;
+}
+
+/* ROTA_TEST_SCALE=small: valgrind runs ~30x slower, do fewer operations. */
+static inline bool h_small(void)
+{
+    const char *env = getenv("ROTA_TEST_SCALE");
+    return env != NULL && strcmp(env, "small") == 0;
+}
+
+/* splitmix64: tiny, good enough for test streams. */
+static inline uint64_t h_rand(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static inline int h_main(int argc, char **argv, const struct h_test *tests,
+                         size_t count)
+{
+    unsigned passed = 0, failed = 0;
+    const char *filter = argc > 1 ? argv[1] : NULL;
+
+    for (size_t i = 0; i < count; i++) {
+        if (filter != NULL && strstr(tests[i].name, filter) == NULL)
+            continue;
+        h_checks = 0;
+        h_failed = 0;
+        tests[i].fn();
+        if (h_checks == 0) {
+            fprintf(stderr, "%s: made no check\n", tests[i].name);
+            h_failed = 1;
+        }
+        printf("%-4s %s (%lu checks)\n", h_failed ? "FAIL" : "ok",
+               tests[i].name, h_checks);
+        fflush(stdout);
+        if (h_failed)
+            failed++;
+        else
+            passed++;
+    }
+    printf("%u passed, %u failed\n", passed, failed);
+    return failed != 0 || passed == 0;
+}
+
+#endif /* ROTA_TEST_HARNESS_H */

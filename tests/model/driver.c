@@ -1,0 +1,1195 @@
+/*
+ * driver.c - a wheel and the model in lockstep; see driver.h.
+ *
+ * A call that can run callbacks (advance, advance_max) runs on the wheel
+ * first.  Its callbacks record what fired (id, lateness, and what the timer
+ * and the wheel looked like from inside) and perform their random actions on
+ * the wheel, recording each with its result.  Then the model runs the same
+ * call; after its k-th fire it replays the actions of the wheel's k-th
+ * callback and compares their results.  Last, the two fired sequences are
+ * compared.  Values are drawn from the wheel's state (the model is only
+ * consulted between calls), so the stream is the same whatever the model
+ * says, and a fuzzer's bytes replay exactly.
+ */
+#include "driver.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rota.h>
+
+#include "model.h"
+
+/* A burst of more fires than this in one call would only slow the run: the
+ * BURST timers that would cause it are cancelled first (on both sides). */
+#define BURST_CAP 4000u
+
+struct node {
+    struct rota_timer timer;
+    uint32_t id;
+    struct drv *d;
+};
+
+enum act_kind {
+    A_ARM,
+    A_ARM_IN,
+    A_PERIODIC,
+    A_TOUCH,
+    A_CANCEL,
+    A_CANCEL_FREE,
+    A_NEXT,
+    A_COUNT,
+};
+
+struct act {
+    int kind;
+    uint32_t id;
+    uint64_t a, b; /* deadline or delay; period */
+    int policy;
+    int64_t rc;      /* the wheel's result */
+    uint64_t result; /* A_NEXT, A_COUNT */
+};
+
+struct got {
+    struct model_fire f; /* id, late, next and pending_after seen inside */
+    uint64_t now_seen;
+    size_t count_seen;
+    size_t act_begin, act_end;
+};
+
+struct drv {
+    struct drv_config cfg;
+    struct drv_src src;
+    struct rota_wheel *w;
+    struct model m;
+    struct node **nodes;
+
+    /* The call in progress. */
+    bool in_call;
+    struct got *got;
+    size_t ngot, got_cap;
+    struct act *acts;
+    size_t nacts, acts_cap;
+    struct model_fire *exp;
+    size_t exp_cap;
+    uint32_t *ids; /* hint ids; drain results */
+    size_t ids_cap;
+    uint32_t *drained;
+    size_t ndrained, drained_cap;
+
+    bool failed;
+    bool replay_failed;
+    char err[2048];
+    char replay_err[512];
+    char op[256]; /* the current operation, for messages */
+
+    uint64_t ops, fires, actions, restarts;
+    uint64_t pending_sum; /* sum over ops of the pending count */
+    bool fault_applied;
+    uint64_t fault_op;
+};
+
+/* ------------------------------------------------------------- helpers */
+
+static uint64_t rnd(struct drv *d, uint64_t bound)
+{
+    return d->src.next(d->src.ctx, bound);
+}
+
+static bool chance(struct drv *d, unsigned percent)
+{
+    return rnd(d, 100) < percent;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sub_floor(uint64_t a, uint64_t b)
+{
+    return a < b ? 0 : a - b;
+}
+
+static bool tracing(const struct drv *d)
+{
+    return d->ops >= d->cfg.trace_from;
+}
+
+static void trace(const struct drv *d, const char *fmt, ...)
+{
+    va_list ap;
+    if (!tracing(d))
+        return;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+static void fail(struct drv *d, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (d->failed)
+        return;
+    d->failed = true;
+    n = snprintf(d->err, sizeof d->err,
+                 "op %" PRIu64 " (%s, wheel now %" PRIu64 "): ", d->ops, d->op,
+                 rota_wheel_now(d->w));
+    if (n < 0 || (size_t)n >= sizeof d->err)
+        n = 0;
+    va_start(ap, fmt);
+    vsnprintf(d->err + n, sizeof d->err - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+static void replay_fail(struct drv *d, const char *fmt, ...)
+{
+    va_list ap;
+    if (d->replay_failed)
+        return;
+    d->replay_failed = true;
+    va_start(ap, fmt);
+    vsnprintf(d->replay_err, sizeof d->replay_err, fmt, ap);
+    va_end(ap);
+}
+
+static struct rota_timer *T(struct drv *d, uint32_t id)
+{
+    return &d->nodes[id]->timer;
+}
+
+static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late);
+
+static struct node *new_node(struct drv *d, uint32_t id)
+{
+    struct node *n = malloc(sizeof *n);
+    if (n == NULL) {
+        fprintf(stderr, "driver: out of memory\n");
+        abort();
+    }
+    rota_timer_init(&n->timer, on_fire);
+    n->id = id;
+    n->d = d;
+    return n;
+}
+
+/* The timer's memory goes back to the allocator: a wheel that still holds
+ * it is caught by ASan or valgrind. */
+static void replace_node(struct drv *d, uint32_t id)
+{
+    free(d->nodes[id]);
+    d->nodes[id] = new_node(d, id);
+}
+
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return p;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    p = realloc(p, n * size);
+    if (p == NULL) {
+        fprintf(stderr, "driver: out of memory\n");
+        abort();
+    }
+    *cap = n;
+    return p;
+}
+
+/* A pending timer (by the wheel's word), or any timer when none is. */
+static uint32_t pick_pending(struct drv *d)
+{
+    uint32_t start = (uint32_t)rnd(d, d->cfg.pool);
+    for (size_t k = 0; k < d->cfg.pool; k++) {
+        uint32_t id = (uint32_t)((start + k) % d->cfg.pool);
+        if (rota_timer_pending(T(d, id)))
+            return id;
+    }
+    return start;
+}
+
+/* ----------------------------------------------------- value generators */
+
+static uint64_t span(unsigned level)
+{
+    return (uint64_t)1 << (6 * level);
+}
+
+/* The start of the next block of 64^level ticks after `now`. */
+static uint64_t next_boundary(uint64_t now, unsigned level)
+{
+    unsigned shift = 6 * level;
+    uint64_t block = now >> shift;
+    if (shift >= 64 || block + 1 > (UINT64_MAX >> shift))
+        return UINT64_MAX;
+    return (block + 1) << shift;
+}
+
+/* -1, 0 or +1 around x, saturating both ways. */
+static uint64_t jitter(struct drv *d, uint64_t x)
+{
+    switch (rnd(d, 3)) {
+    case 0:
+        return x == 0 ? 0 : x - 1;
+    case 1:
+        return x;
+    default:
+        return add_sat(x, 1);
+    }
+}
+
+static uint64_t gen_delta(struct drv *d)
+{
+    switch (rnd(d, 14)) {
+    case 12:
+    case 13: /* log-uniform up to 2^40 */
+        return rnd(d, (uint64_t)2 << rnd(d, 40));
+    case 0:
+        return rnd(d, 4);
+    case 1:
+    case 2:
+        return rnd(d, 201);
+    case 3:
+        return jitter(d, span(1 + (unsigned)rnd(d, 4)));
+    case 4:
+        return jitter(d, span(1 + (unsigned)rnd(d, 10)));
+    case 5:
+        return rnd(d, (uint64_t)1 << 40);
+    case 6:
+        return rnd(d, 4096);
+    case 7:
+        return rnd(d, 64);
+    case 8:
+        return rnd(d, 4) * span(1 + (unsigned)rnd(d, 4));
+    default:
+        return rnd(d, 1000);
+    }
+}
+
+static uint64_t gen_deadline(struct drv *d, uint64_t now)
+{
+    uint64_t r = rnd(d, 40);
+
+    if (r < 7) { /* a tie with a pending timer */
+        uint32_t id = pick_pending(d);
+        uint64_t x =
+            rota_timer_pending(T(d, id)) ? rota_timer_deadline(T(d, id)) : now;
+        return chance(d, 70) ? x : jitter(d, x);
+    }
+    if (r < 11)
+        return jitter(d, next_boundary(now, 1 + (unsigned)rnd(d, 10)));
+    if (r < 14)
+        return sub_floor(now, rnd(d, 100)); /* the past: clamped */
+    if (r == 14) {
+        switch (rnd(d, 4)) {
+        case 0:
+            return ROTA_MAX_DEADLINE;
+        case 1:
+            return UINT64_MAX;
+        case 2:
+            return ROTA_MAX_DEADLINE - 1;
+        default:
+            return UINT64_MAX - rnd(d, 1000);
+        }
+    }
+    if (r == 15)
+        return rnd(d, 0);
+    return add_sat(now, gen_delta(d));
+}
+
+static uint64_t gen_period(struct drv *d)
+{
+    switch (rnd(d, 10)) {
+    case 0:
+        return 1;
+    case 1:
+        return 2 + rnd(d, 9);
+    case 2: {
+        uint64_t p = jitter(d, span(1 + (unsigned)rnd(d, 4)));
+        return p ? p : 1;
+    }
+    case 3:
+        return 1 + rnd(d, 1000);
+    case 4:
+        return 1 + rnd(d, (uint64_t)1 << 40);
+    case 5:
+        switch (rnd(d, 4)) { /* schedules that end */
+        case 0:
+            return UINT64_MAX;
+        case 1:
+            return ROTA_MAX_DEADLINE;
+        case 2:
+            return UINT64_MAX / 2;
+        default:
+            return (uint64_t)1 << 63;
+        }
+    default:
+        return 1 + rnd(d, 300);
+    }
+}
+
+static uint64_t gen_now(struct drv *d)
+{
+    uint64_t now = rota_wheel_now(d->w);
+    uint64_t next = model_next_deadline(&d->m);
+    /* Jumping to the next deadline is only interesting when it is near:
+     * a timer at ROTA_MAX_DEADLINE would end the run's time. */
+    bool near = next != ROTA_NEVER &&
+                next - (next < now ? next : now) <= ((uint64_t)1 << 32);
+
+    switch (rnd(d, 50)) {
+    case 0:
+    case 1:
+        return now;
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+    case 7:
+        return add_sat(now, 1 + rnd(d, 3));
+    case 8:
+    case 9:
+    case 10:
+    case 11:
+    case 12:
+    case 13:
+        return add_sat(now, rnd(d, 201));
+    case 14:
+    case 15:
+    case 16:
+    case 17:
+        return add_sat(now, jitter(d, span(1 + (unsigned)rnd(d, 4))));
+    case 18:
+        return add_sat(now, rnd(d, (uint64_t)1 << 40));
+    case 19:
+    case 20: /* backwards */
+        return now == 0 ? 0 : now - 1 - rnd(d, now < 1000 ? now : 1000);
+    case 21:
+    case 22:
+    case 23:
+    case 24:
+    case 25:
+        return near ? next : add_sat(now, 1);
+    case 26:
+    case 27:
+    case 28:
+        return !near || next == 0 || next - 1 < now ? now : next - 1;
+    case 29:
+    case 30:
+    case 31:
+        return jitter(d, next_boundary(now, 1 + (unsigned)rnd(d, 4)));
+    case 32:
+        return jitter(d, next_boundary(now, 5 + (unsigned)rnd(d, 6)));
+    case 33:
+    case 34:
+    case 35:
+    case 36:
+        return add_sat(now, rnd(d, 64));
+    case 37:
+        if (rnd(d, 16) == 0)
+            return UINT64_MAX;
+        return add_sat(now, rnd(d, (uint64_t)1 << 20));
+    case 38:
+    case 39:
+        return add_sat(now, rnd(d, (uint64_t)1 << 26));
+    default:
+        return add_sat(now, rnd(d, 4096));
+    }
+}
+
+/* ------------------------------------------------------------ checking */
+
+static void check_stats(struct drv *d)
+{
+    struct rota_stats s;
+    const struct model_stats *e = &d->m.stats;
+
+    rota_wheel_stats(d->w, &s);
+#define CMP(field)                                                             \
+    if (s.field != e->field)                                                   \
+        fail(d, "stats." #field " is %" PRIu64 ", model says %" PRIu64,        \
+             s.field, e->field);
+    CMP(armed)
+    CMP(fired)
+    CMP(cancelled)
+    CMP(touched)
+    CMP(drained)
+    CMP(clock_backwards)
+#undef CMP
+    if (s.pending != d->m.pending)
+        fail(d, "stats.pending is %" PRIu64 ", model says %zu", s.pending,
+             d->m.pending);
+}
+
+static void check_timer(struct drv *d, uint32_t id)
+{
+    const struct model_timer *e = &d->m.t[id];
+    struct rota_timer *t = T(d, id);
+
+    if (rota_timer_pending(t) != e->pending)
+        fail(d, "timer %u: pending is %d, model says %d", id,
+             rota_timer_pending(t), e->pending);
+    else if (e->pending && rota_timer_deadline(t) != e->deadline)
+        fail(d, "timer %u: deadline %" PRIu64 ", model says %" PRIu64, id,
+             rota_timer_deadline(t), e->deadline);
+}
+
+static void check_state(struct drv *d, bool full, bool wheel)
+{
+    const char *why = NULL;
+
+    if (wheel && rota_wheel_check(d->w, &why) != 0)
+        fail(d, "rota_wheel_check: %s", why ? why : "(no reason)");
+    if (rota_wheel_now(d->w) != d->m.now)
+        fail(d, "rota_wheel_now() is %" PRIu64 ", model says %" PRIu64,
+             rota_wheel_now(d->w), d->m.now);
+    if (rota_wheel_count(d->w) != d->m.pending)
+        fail(d, "rota_wheel_count() is %zu, model says %zu",
+             rota_wheel_count(d->w), d->m.pending);
+    check_stats(d);
+    if (full)
+        for (uint32_t id = 0; id < d->cfg.pool; id++)
+            check_timer(d, id);
+}
+
+/* ---------------------------------------------------------- callbacks */
+
+static void cb_action(struct drv *d, struct node *self)
+{
+    struct rota_wheel *w = d->w;
+    uint64_t now = rota_wheel_now(w);
+    uint32_t target = chance(d, 25) ? self->id : (uint32_t)rnd(d, d->cfg.pool);
+    struct act a = {0};
+
+    a.id = target;
+    switch (rnd(d, 15)) {
+    case 0:
+    case 1:
+        a.kind = A_ARM;
+        a.a = gen_deadline(d, now);
+        a.rc = rota_timer_arm(w, T(d, target), a.a);
+        break;
+    case 2:
+        a.kind = A_ARM_IN;
+        a.a = chance(d, 50) ? 0 : gen_delta(d);
+        a.rc = rota_timer_arm_in(w, T(d, target), a.a);
+        break;
+    case 3: /* the classic: re-arm itself with delay 0 */
+        a.kind = A_ARM_IN;
+        a.id = self->id;
+        a.a = 0;
+        a.rc = rota_timer_arm_in(w, &self->timer, 0);
+        break;
+    case 4:
+        a.kind = A_PERIODIC;
+        a.a = gen_deadline(d, now);
+        a.b = gen_period(d);
+        a.policy = (int)rnd(d, 3);
+        a.rc = rota_timer_arm_periodic(w, T(d, target), a.a, a.b,
+                                       (enum rota_missed)a.policy);
+        break;
+    case 5:
+    case 6: /* later */
+        a.kind = A_TOUCH;
+        a.id = pick_pending(d);
+        a.a = add_sat(rota_timer_deadline(T(d, a.id)), gen_delta(d));
+        a.rc = rota_timer_touch(w, T(d, a.id), a.a);
+        break;
+    case 7: /* earlier, or anywhere */
+        a.kind = A_TOUCH;
+        a.id = chance(d, 70) ? pick_pending(d) : target;
+        a.a = chance(d, 50)
+                  ? sub_floor(rota_timer_deadline(T(d, a.id)), gen_delta(d))
+                  : gen_deadline(d, now);
+        a.rc = rota_timer_touch(w, T(d, a.id), a.a);
+        break;
+    case 8:
+    case 9:
+        a.kind = A_CANCEL;
+        if (chance(d, 50))
+            a.id = pick_pending(d);
+        a.rc = rota_timer_cancel(w, T(d, a.id));
+        break;
+    case 10:
+        /* Cancel another timer and free its memory (it may be due later
+         * in this very pass). */
+        a.kind = A_CANCEL_FREE;
+        a.id = pick_pending(d);
+        if (a.id == self->id)
+            a.id = (a.id + 1) % (uint32_t)d->cfg.pool;
+        if (a.id == self->id) { /* a pool of one */
+            a.kind = A_COUNT;
+            a.result = rota_wheel_count(w);
+            break;
+        }
+        a.rc = rota_timer_cancel(w, T(d, a.id));
+        replace_node(d, a.id);
+        break;
+    case 11:
+        a.kind = A_NEXT;
+        a.result = rota_wheel_next_deadline(w);
+        break;
+    case 12:
+        a.kind = A_COUNT;
+        a.result = rota_wheel_count(w);
+        break;
+    default: { /* re-entering the wheel is refused; the wheel stays sound */
+        struct rota_timer *out[2];
+        size_t n = 0;
+        const char *why = NULL;
+        int rc;
+        a.kind = A_COUNT;
+        a.result = rota_wheel_count(w);
+        if ((rc = rota_wheel_advance(w, now + 1)) != ROTA_EBUSY)
+            fail(d, "advance() in a callback returned %d, not EBUSY", rc);
+        if ((rc = rota_wheel_advance_max(w, now, 1, &n)) != ROTA_EBUSY)
+            fail(d, "advance_max() in a callback returned %d, not EBUSY", rc);
+        if ((rc = rota_wheel_expire(w, now, out, 2, &n)) != ROTA_EBUSY)
+            fail(d, "expire() in a callback returned %d, not EBUSY", rc);
+        if ((rc = rota_wheel_drain(w, NULL, NULL)) != ROTA_EINVAL &&
+            rc != ROTA_EBUSY)
+            fail(d, "drain(NULL fn) in a callback returned %d", rc);
+        if (rota_wheel_check(w, &why) != 0)
+            fail(d, "rota_wheel_check in a callback: %s", why ? why : "?");
+        if (rota_wheel_now(w) != now)
+            fail(d, "a refused call moved the wheel's time");
+        break;
+    }
+    }
+    d->acts = grow(d->acts, &d->acts_cap, d->nacts + 1, sizeof *d->acts);
+    d->acts[d->nacts++] = a;
+    d->actions++;
+    if (tracing(d)) {
+        /* In enum act_kind order. */
+        static const char *const names[] = {
+            "arm",    "arm_in",      "arm_periodic",  "touch",
+            "cancel", "cancel+free", "next_deadline", "count"};
+        trace(d,
+              "    in callback: %s(t%u, %" PRIu64 ", %" PRIu64
+              ", %d) -> %" PRId64 " / %" PRIu64 "\n",
+              names[a.kind], a.id, a.a, a.b, a.policy, a.rc, a.result);
+    }
+}
+
+static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
+{
+    struct node *self = rota_container_of(t, struct node, timer);
+    struct drv *d = self->d;
+    struct got g = {0};
+
+    if (!d->in_call || w != d->w) {
+        fail(d, "callback of timer %u outside a call", self->id);
+        return;
+    }
+    g.f.id = self->id;
+    g.f.late = late;
+    g.f.has_late = true;
+    g.f.next = rota_timer_deadline(t);
+    g.f.pending_after = rota_timer_pending(t);
+    g.now_seen = rota_wheel_now(w);
+    g.count_seen = rota_wheel_count(w);
+    g.act_begin = d->nacts;
+    trace(d, "  fire t%u late %" PRIu64 " (deadline now %" PRIu64 ", %s)\n",
+          self->id, late, g.f.next, g.f.pending_after ? "pending" : "idle");
+    if (chance(d, 30)) {
+        unsigned n = 1 + (unsigned)rnd(d, 3);
+        for (unsigned k = 0; k < n; k++)
+            cb_action(d, self);
+    }
+    g.act_end = d->nacts;
+    d->got = grow(d->got, &d->got_cap, d->ngot + 1, sizeof *d->got);
+    d->got[d->ngot++] = g;
+    /* A one-shot callback may free its own container. */
+    if (!rota_timer_pending(t) && chance(d, 10)) {
+        uint32_t id = self->id;
+        trace(d, "    in callback: free t%u\n", id);
+        replace_node(d, id); /* self is gone now */
+    }
+}
+
+/* The model's hook: after its k-th fire, check what the wheel's k-th
+ * callback saw and replay what it did. */
+static void replay(struct model *m, size_t k, const struct model_fire *f,
+                   void *arg)
+{
+    struct drv *d = arg;
+
+    if (k >= d->ngot)
+        return;
+    const struct got *g = &d->got[k];
+    if (g->f.id == f->id) {
+        if (g->f.next != f->next)
+            replay_fail(d,
+                        "fire %zu (timer %u): rota_timer_deadline() in the "
+                        "callback is %" PRIu64 ", model says %" PRIu64,
+                        k, f->id, g->f.next, f->next);
+        if (g->f.pending_after != f->pending_after)
+            replay_fail(d,
+                        "fire %zu (timer %u): pending in its callback is %d, "
+                        "model says %d",
+                        k, f->id, g->f.pending_after, f->pending_after);
+        if (g->now_seen != m->now)
+            replay_fail(d,
+                        "fire %zu: rota_wheel_now() in a callback is %" PRIu64,
+                        k, g->now_seen);
+        if (g->count_seen != m->pending)
+            replay_fail(d,
+                        "fire %zu (timer %u): count in the callback is %zu, "
+                        "model says %zu",
+                        k, f->id, g->count_seen, m->pending);
+    }
+    for (size_t i = g->act_begin; i < g->act_end; i++) {
+        const struct act *a = &d->acts[i];
+        int64_t rc = 0;
+        uint64_t result = 0;
+        switch (a->kind) {
+        case A_ARM:
+            rc = model_arm(m, a->id, a->a);
+            break;
+        case A_ARM_IN:
+            rc = model_arm_in(m, a->id, a->a);
+            break;
+        case A_PERIODIC:
+            rc = model_arm_periodic(m, a->id, a->a, a->b, a->policy);
+            break;
+        case A_TOUCH:
+            rc = model_touch(m, a->id, a->a);
+            break;
+        case A_CANCEL:
+        case A_CANCEL_FREE:
+            rc = model_cancel(m, a->id);
+            break;
+        case A_NEXT:
+            result = model_next_deadline(m);
+            break;
+        case A_COUNT:
+            result = m->pending;
+            break;
+        }
+        if (rc != a->rc || result != a->result)
+            replay_fail(d,
+                        "in the callback of fire %zu (timer %u), action %zu "
+                        "(kind %d on timer %u, %" PRIu64
+                        "): the wheel gave %" PRId64 " / %" PRIu64
+                        ", the model %" PRId64 " / %" PRIu64,
+                        k, g->f.id, i - g->act_begin, a->kind, a->id, a->a,
+                        a->rc, a->result, rc, result);
+    }
+}
+
+/* ------------------------------------------------------- calls that fire */
+
+enum call { C_ADVANCE, C_ADVANCE_MAX, C_EXPIRE };
+
+static void print_fires(char *buf, size_t len, const char *what,
+                        const struct model_fire *f, size_t n, size_t stride)
+{
+    size_t used = strlen(buf);
+    int k = snprintf(buf + used, len - used, "\n  %s (%zu):", what, n);
+    if (k < 0)
+        return;
+    used += (size_t)k;
+    for (size_t i = 0; i < n && i < 24 && used < len; i++) {
+        const struct model_fire *x =
+            (const struct model_fire *)((const char *)f + i * stride);
+        k = snprintf(buf + used, len - used, " t%u", x->id);
+        if (k < 0)
+            return;
+        used += (size_t)k;
+        if (x->has_late && used < len) {
+            k = snprintf(buf + used, len - used, "@-%" PRIu64, x->late);
+            if (k > 0)
+                used += (size_t)k;
+        }
+    }
+    if (n > 24 && used < len)
+        snprintf(buf + used, len - used, " ...");
+}
+
+/* BURST timers that would fire more than BURST_CAP times by `now` are
+ * cancelled on both sides first, so a run never spins for minutes. */
+static void limit_bursts(struct drv *d, uint64_t now)
+{
+    u128 total = 0;
+
+    if (now > ROTA_MAX_DEADLINE)
+        now = ROTA_MAX_DEADLINE;
+    for (uint32_t id = 0; id < d->cfg.pool; id++) {
+        const struct model_timer *t = &d->m.t[id];
+        if (t->pending && t->period != 0 && t->policy == ROTA_MISSED_BURST &&
+            t->deadline <= now)
+            total += (now - t->deadline) / t->period + 1;
+    }
+    if (total <= BURST_CAP)
+        return;
+    for (uint32_t id = 0; id < d->cfg.pool; id++) {
+        const struct model_timer *t = &d->m.t[id];
+        if (t->pending && t->period != 0 && t->policy == ROTA_MISSED_BURST &&
+            t->deadline <= now && (now - t->deadline) / t->period >= 64) {
+            int rc = rota_timer_cancel(d->w, T(d, id));
+            trace(d, "  (burst limit) cancel(t%u) -> %d\n", id, rc);
+            if (rc != model_cancel(&d->m, id))
+                fail(d, "cancel of BURST timer %u returned %d", id, rc);
+        }
+    }
+}
+
+static void do_call(struct drv *d, enum call kind, uint64_t now, size_t max)
+{
+    struct rota_timer *out[8];
+    size_t fired = 0, mfired = 0;
+    int rc = 0, mrc;
+    uint64_t mnow = now;
+    bool callbacks = kind != C_EXPIRE;
+
+    limit_bursts(d, now);
+    d->ngot = 0;
+    d->nacts = 0;
+    d->replay_failed = false;
+    d->in_call = true;
+    switch (kind) {
+    case C_ADVANCE:
+        snprintf(d->op, sizeof d->op, "advance(%" PRIu64 ")", now);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        rc = rota_wheel_advance(d->w, now);
+        fired = rc < 0 ? 0 : (size_t)rc;
+        break;
+    case C_ADVANCE_MAX:
+        snprintf(d->op, sizeof d->op, "advance_max(%" PRIu64 ", %zu)", now,
+                 max);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        fired = (size_t)-1;
+        rc = rota_wheel_advance_max(d->w, now, max, &fired);
+        break;
+    case C_EXPIRE:
+        snprintf(d->op, sizeof d->op, "expire(%" PRIu64 ", cap %zu)", now, max);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        fired = (size_t)-1;
+        rc = rota_wheel_expire(d->w, now, max ? out : NULL, max, &fired);
+        if (rc >= 0 && fired <= max) {
+            d->got = grow(d->got, &d->got_cap, fired, sizeof *d->got);
+            for (size_t i = 0; i < fired; i++) {
+                struct node *n = rota_container_of(out[i], struct node, timer);
+                memset(&d->got[i], 0, sizeof d->got[i]);
+                d->got[i].f.id = n->id;
+                trace(d, "  expired t%u\n", n->id);
+            }
+            d->ngot = fired;
+        }
+        break;
+    }
+    d->in_call = false;
+    if (rc < 0) {
+        fail(d, "returned %d (%s)", rc, rota_strerror(rc));
+        return;
+    }
+    if (kind != C_EXPIRE && fired != d->ngot)
+        fail(d, "reported %zu fires but ran %zu callbacks", fired, d->ngot);
+
+    /* A planted fault, once. */
+    if (d->cfg.fault == DRV_FAULT_DROP && d->ngot >= 1) {
+        d->ngot--;
+        fired--;
+        d->cfg.fault = DRV_FAULT_NONE;
+    } else if (d->cfg.fault == DRV_FAULT_SWAP && kind != C_EXPIRE) {
+        for (size_t k = 0; k + 1 < d->ngot; k++) {
+            if (d->got[k].f.late != d->got[k + 1].f.late) {
+                struct got tmp = d->got[k];
+                d->got[k] = d->got[k + 1];
+                d->got[k + 1] = tmp;
+                d->cfg.fault = DRV_FAULT_NONE;
+                break;
+            }
+        }
+    } else if (d->cfg.fault == DRV_FAULT_EARLY) {
+        uint64_t eff = now > ROTA_MAX_DEADLINE ? ROTA_MAX_DEADLINE : now;
+        if (eff >= d->m.now && eff < ROTA_MAX_DEADLINE)
+            for (uint32_t id = 0; id < d->cfg.pool; id++)
+                if (d->m.t[id].pending && d->m.t[id].deadline == eff + 1) {
+                    mnow = eff + 1;
+                    d->cfg.fault = DRV_FAULT_NONE;
+                    break;
+                }
+    }
+    d->ids = grow(d->ids, &d->ids_cap, d->ngot + 1, sizeof *d->ids);
+    for (size_t i = 0; i < d->ngot; i++)
+        d->ids[i] = d->got[i].f.id;
+    d->exp = grow(d->exp, &d->exp_cap, d->ngot + d->cfg.pool + BURST_CAP + 8,
+                  sizeof *d->exp);
+    mrc = model_pass(&d->m, mnow, kind == C_ADVANCE ? SIZE_MAX : max, callbacks,
+                     d->ids, d->ngot, callbacks ? replay : NULL, d, d->exp,
+                     d->exp_cap, &mfired);
+
+    /* The sequences first: a wrong fire explains everything after it. */
+    struct model_fire *gotf = malloc((d->ngot + 1) * sizeof *gotf);
+    if (gotf == NULL)
+        abort();
+    for (size_t i = 0; i < d->ngot; i++)
+        gotf[i] = d->got[i].f;
+    char msg[512];
+    size_t nexp = mfired < d->exp_cap ? mfired : d->exp_cap;
+    if (model_compare(d->exp, nexp, gotf, d->ngot, msg, sizeof msg) != 0) {
+        fail(d, "%s", msg);
+        print_fires(d->err, sizeof d->err, "wheel", gotf, d->ngot,
+                    sizeof *gotf);
+        print_fires(d->err, sizeof d->err, "model", d->exp, nexp,
+                    sizeof *d->exp);
+    } else if (d->replay_failed) {
+        fail(d, "%s", d->replay_err);
+    }
+    free(gotf);
+    d->fires += d->ngot;
+
+    switch (kind) {
+    case C_ADVANCE:
+        if ((size_t)rc != mfired)
+            fail(d, "returned %d, model fired %zu", rc, mfired);
+        break;
+    case C_ADVANCE_MAX:
+    case C_EXPIRE:
+        if (rc != mrc)
+            fail(d, "returned %d (more due?), model says %d", rc, mrc);
+        if (fired != mfired)
+            fail(d, "*fired/*n is %zu, model fired %zu", fired, mfired);
+        break;
+    }
+}
+
+/* -------------------------------------------------------------- drain */
+
+static void on_drain(struct rota_timer *t, void *arg)
+{
+    struct drv *d = arg;
+    struct node *n = rota_container_of(t, struct node, timer);
+
+    if (rota_timer_pending(t))
+        fail(d, "drain handed back timer %u while still pending", n->id);
+    d->drained =
+        grow(d->drained, &d->drained_cap, d->ndrained + 1, sizeof *d->drained);
+    d->drained[d->ndrained++] = n->id;
+    if (chance(d, 30))
+        replace_node(d, n->id); /* fn may free the timer */
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void do_drain(struct drv *d)
+{
+    snprintf(d->op, sizeof d->op, "drain()");
+    trace(d, "op %" PRIu64 ": drain()\n", d->ops);
+    uint32_t *exp = malloc((d->cfg.pool + 1) * sizeof *exp);
+    if (exp == NULL)
+        abort();
+    d->ndrained = 0;
+    int rc = rota_wheel_drain(d->w, on_drain, d);
+    size_t n = model_drain(&d->m, exp);
+    if (rc != 0)
+        fail(d, "returned %d", rc);
+    if (n != d->ndrained) {
+        fail(d, "handed back %zu timers, model has %zu pending", d->ndrained,
+             n);
+    } else if (n > 0) {
+        qsort(exp, n, sizeof *exp, cmp_id);
+        qsort(d->drained, n, sizeof *exp, cmp_id);
+        if (memcmp(exp, d->drained, n * sizeof *exp) != 0)
+            fail(d, "handed back other timers than the pending ones");
+    }
+    free(exp);
+}
+
+/* ---------------------------------------------------------- operations */
+
+static uint64_t next_deadline_checked(struct drv *d)
+{
+    uint64_t got = rota_wheel_next_deadline(d->w);
+    uint64_t exp = model_next_deadline(&d->m);
+    if (got != exp)
+        fail(d,
+             "rota_wheel_next_deadline() is %" PRIu64 ", model says %" PRIu64,
+             got, exp);
+    return got;
+}
+
+static void expect_rc(struct drv *d, int got, int exp)
+{
+    if (got != exp)
+        fail(d, "returned %d (%s), model says %d", got, rota_strerror(got),
+             exp);
+}
+
+int drv_step(struct drv *d)
+{
+    struct rota_wheel *w = d->w;
+    uint64_t now = rota_wheel_now(w);
+    uint32_t id;
+    uint64_t x, p;
+    int policy;
+    unsigned op;
+
+    if (d->failed)
+        return -1;
+    if (d->src.done != NULL && d->src.done(d->src.ctx))
+        return 1;
+    op = (unsigned)rnd(d, 1000);
+    d->op[0] = '\0';
+    d->pending_sum += d->m.pending;
+    if (now == ROTA_MAX_DEADLINE && op < 20) {
+        /* Time has run out: start again from the beginning, so runs that
+         * start near the top keep exercising the high bits. */
+        do_drain(d);
+        snprintf(d->op, sizeof d->op, "rota_wheel_init(%" PRIu64 ")",
+                 d->cfg.start);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        expect_rc(d, rota_wheel_init(w, d->cfg.start), 0);
+        struct model_stats stats = d->m.stats;
+        model_destroy(&d->m);
+        if (model_init(&d->m, d->cfg.pool, d->cfg.start) != 0)
+            abort();
+        (void)stats; /* rota_wheel_init() zeroes the counters too */
+        d->restarts++;
+    } else if (op < 140 ||
+               (d->m.pending * 2 < d->cfg.pool && op >= 565 && chance(d, 90))) {
+        /* (below half full, most calls become arms: a large pending
+         * population fills every level) */
+        id = (uint32_t)rnd(d, d->cfg.pool);
+        x = gen_deadline(d, now);
+        snprintf(d->op, sizeof d->op, "arm(t%u, %" PRIu64 ")", id, x);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        expect_rc(d, rota_timer_arm(w, T(d, id), x), model_arm(&d->m, id, x));
+        check_timer(d, id);
+    } else if (op < 220) {
+        id = (uint32_t)rnd(d, d->cfg.pool);
+        x = chance(d, 5) ? UINT64_MAX - rnd(d, 3) : gen_delta(d);
+        snprintf(d->op, sizeof d->op, "arm_in(t%u, %" PRIu64 ")", id, x);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        expect_rc(d, rota_timer_arm_in(w, T(d, id), x),
+                  model_arm_in(&d->m, id, x));
+        check_timer(d, id);
+    } else if (op < 280) {
+        id = pick_pending(d);
+        x = gen_deadline(d, now);
+        snprintf(d->op, sizeof d->op, "re-arm(t%u, %" PRIu64 ")", id, x);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        expect_rc(d, rota_timer_arm(w, T(d, id), x), model_arm(&d->m, id, x));
+        check_timer(d, id);
+    } else if (op < 420) {
+        if (op < 360) { /* later */
+            id = pick_pending(d);
+            x = add_sat(rota_timer_deadline(T(d, id)), gen_delta(d));
+        } else if (op < 400) { /* earlier */
+            id = pick_pending(d);
+            x = sub_floor(rota_timer_deadline(T(d, id)), 1 + gen_delta(d));
+        } else { /* anything, maybe not pending */
+            id = (uint32_t)rnd(d, d->cfg.pool);
+            x = gen_deadline(d, now);
+        }
+        snprintf(d->op, sizeof d->op, "touch(t%u, %" PRIu64 ")", id, x);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        expect_rc(d, rota_timer_touch(w, T(d, id), x),
+                  model_touch(&d->m, id, x));
+        check_timer(d, id);
+    } else if (op < 510) {
+        id = op < 480 ? pick_pending(d) : (uint32_t)rnd(d, d->cfg.pool);
+        snprintf(d->op, sizeof d->op, "cancel(t%u)", id);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        expect_rc(d, rota_timer_cancel(w, T(d, id)), model_cancel(&d->m, id));
+        check_timer(d, id);
+    } else if (op < 560) {
+        id = (uint32_t)rnd(d, d->cfg.pool);
+        x = gen_deadline(d, now);
+        p = gen_period(d);
+        policy = (int)rnd(d, 3);
+        snprintf(d->op, sizeof d->op,
+                 "arm_periodic(t%u, %" PRIu64 ", %" PRIu64 ", %d)", id, x, p,
+                 policy);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        expect_rc(d,
+                  rota_timer_arm_periodic(w, T(d, id), x, p,
+                                          (enum rota_missed)policy),
+                  model_arm_periodic(&d->m, id, x, p, policy));
+        check_timer(d, id);
+    } else if (op < 565) {
+        /* Calls that must fail with ROTA_EINVAL and change nothing. */
+        struct rota_timer *out[1];
+        id = pick_pending(d);
+        p = chance(d, 50) ? 0 : 1 + rnd(d, 100);
+        policy = p == 0 ? (int)rnd(d, 3) : 3 + (int)rnd(d, 300);
+        if (chance(d, 10))
+            policy = -1;
+        snprintf(d->op, sizeof d->op,
+                 "arm_periodic(t%u, %" PRIu64 ", period %" PRIu64
+                 ", policy %d) + other invalid calls",
+                 id, now, p, policy);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        expect_rc(d,
+                  rota_timer_arm_periodic(w, T(d, id), now, p,
+                                          (enum rota_missed)policy),
+                  model_arm_periodic(&d->m, id, now, p, policy));
+        expect_rc(d, rota_wheel_expire(w, add_sat(now, 5), NULL, 1, NULL),
+                  ROTA_EINVAL);
+        expect_rc(d, rota_wheel_timeout_ms(w, now, 0), ROTA_EINVAL);
+        expect_rc(d, rota_timer_arm(NULL, T(d, id), now), ROTA_EINVAL);
+        expect_rc(d, rota_wheel_advance(NULL, now), ROTA_EINVAL);
+        (void)out;
+        check_timer(d, id);
+    } else if (op < 740 || op >= 977) {
+        do_call(d, C_ADVANCE, gen_now(d), 0);
+    } else if (op < 800) {
+        size_t max = (size_t)rnd(d, 5);
+        do_call(d, C_ADVANCE_MAX, gen_now(d), max);
+    } else if (op < 860) {
+        size_t cap = chance(d, 10) ? 0 : 1 + (size_t)rnd(d, 5);
+        do_call(d, C_EXPIRE, gen_now(d), cap);
+    } else if (op < 910) {
+        snprintf(d->op, sizeof d->op, "next_deadline()");
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        next_deadline_checked(d);
+    } else if (op < 930) {
+        snprintf(d->op, sizeof d->op, "count() and every timer's state");
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        check_state(d, true, true);
+    } else if (op < 975) {
+        static const uint64_t ticks[] = {
+            1, 1000, 999999, 1000000, 1000001, 1000000000, UINT64_MAX};
+        uint64_t tick = rnd(d, 4) == 0
+                            ? 1 + rnd(d, 0)
+                            : ticks[rnd(d, sizeof ticks / sizeof ticks[0])];
+        uint64_t next = model_next_deadline(&d->m);
+        uint64_t at;
+        switch (rnd(d, 4)) {
+        case 0:
+            at = now;
+            break;
+        case 1:
+            at = next == ROTA_NEVER ? now : next;
+            break;
+        case 2:
+            at = next == ROTA_NEVER ? now : sub_floor(next, 1 + rnd(d, 3));
+            break;
+        default:
+            at = sub_floor(now, rnd(d, 1000));
+            break;
+        }
+        snprintf(d->op, sizeof d->op,
+                 "timeout_ms(%" PRIu64 ", tick %" PRIu64 ")", at, tick);
+        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+        expect_rc(d, rota_wheel_timeout_ms(w, at, tick),
+                  model_timeout_ms(&d->m, at, tick));
+    } else {
+        do_drain(d);
+    }
+    check_state(d, d->cfg.full_every <= 1 || d->ops % d->cfg.full_every == 0,
+                d->cfg.check_every <= 1 || d->ops % d->cfg.check_every == 0);
+    if (d->cfg.fault == DRV_FAULT_NONE && !d->fault_applied &&
+        d->fault_op == UINT64_MAX - 1) {
+        d->fault_applied = true;
+        d->fault_op = d->ops;
+    }
+    d->ops++;
+    return d->failed ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ life */
+
+struct drv *drv_new(const struct drv_config *cfg, struct drv_src src)
+{
+    struct drv *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return NULL;
+    d->cfg = *cfg;
+    if (d->cfg.pool == 0)
+        d->cfg.pool = 1;
+    if (d->cfg.full_every == 0)
+        d->cfg.full_every = 1;
+    d->src = src;
+    d->fault_op = cfg->fault != DRV_FAULT_NONE ? UINT64_MAX - 1 : UINT64_MAX;
+    d->w = malloc(sizeof *d->w);
+    d->nodes = calloc(d->cfg.pool, sizeof *d->nodes);
+    if (d->w == NULL || d->nodes == NULL ||
+        model_init(&d->m, d->cfg.pool, cfg->start) != 0) {
+        fprintf(stderr, "driver: out of memory\n");
+        abort();
+    }
+    for (uint32_t id = 0; id < d->cfg.pool; id++)
+        d->nodes[id] = new_node(d, id);
+    snprintf(d->op, sizeof d->op, "rota_wheel_init(%" PRIu64 ")", cfg->start);
+    if (rota_wheel_init(d->w, cfg->start) != 0)
+        fail(d, "rota_wheel_init failed");
+    check_state(d, true, true);
+    return d;
+}
+
+int drv_finish(struct drv *d)
+{
+    int rc;
+
+    if (!d->failed) {
+        do_drain(d);
+        check_state(d, true, true);
+        if (rota_wheel_count(d->w) != 0)
+            fail(d, "timers left after drain");
+        if (d->failed)
+            fprintf(stderr, "%s\n", d->err);
+    }
+    rc = d->failed ? -1 : 0;
+    for (uint32_t id = 0; id < d->cfg.pool; id++)
+        free(d->nodes[id]);
+    free(d->nodes);
+    free(d->w);
+    model_destroy(&d->m);
+    free(d->got);
+    free(d->acts);
+    free(d->exp);
+    free(d->ids);
+    free(d->drained);
+    free(d);
+    return rc;
+}
+
+const char *drv_error(const struct drv *d)
+{
+    return d->failed ? d->err : NULL;
+}
+
+uint64_t drv_ops(const struct drv *d)
+{
+    return d->ops;
+}
+
+uint64_t drv_fires(const struct drv *d)
+{
+    return d->fires;
+}
+
+uint64_t drv_actions(const struct drv *d)
+{
+    return d->actions;
+}
+
+double drv_avg_pending(const struct drv *d)
+{
+    return d->ops ? (double)d->pending_sum / (double)d->ops : 0.0;
+}
+
+uint64_t drv_restarts(const struct drv *d)
+{
+    return d->restarts;
+}
+
+bool drv_fault_applied(const struct drv *d, uint64_t *op)
+{
+    if (op != NULL)
+        *op = d->fault_op;
+    return d->fault_applied;
+}

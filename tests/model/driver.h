@@ -1,0 +1,71 @@
+/*
+ * driver.h - one operation stream run on a real wheel and on the model in
+ * lockstep, shared by the differential test (tests/test_diff.c, values from
+ * a seeded PRNG) and the fuzz target (fuzz/fuzz_wheel.c, values from the
+ * fuzzer's bytes).
+ *
+ * Each drv_step() draws one operation: arm, arm_in, re-arm, touch later or
+ * earlier, cancel, arm_periodic (every policy), advance, advance_max with a
+ * small budget, expire with a small cap, next_deadline, count, timeout_ms,
+ * drain, and calls that must fail with ROTA_EINVAL.  Callbacks draw actions
+ * of their own (arm, touch, cancel, cancel-and-free other timers, re-arm
+ * themselves with delay 0, free themselves, query the wheel, and check that
+ * re-entering it gives ROTA_EBUSY); they are recorded and replayed into
+ * the model at the same point of its pass.  After each call the fired
+ * sequences are compared (model_compare()), then return values, counters,
+ * the wheel's time, every timer's state and rota_wheel_check().
+ *
+ * A planted fault (drv_config.fault) corrupts one comparison on purpose, so
+ * a test can prove that a wrong wheel would be caught.
+ */
+#ifndef ROTA_TEST_DRIVER_H
+#define ROTA_TEST_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where the stream's values come from. */
+struct drv_src {
+    /* A value in [0, bound); bound 0 means any 64-bit value. */
+    uint64_t (*next)(void *ctx, uint64_t bound);
+    /* True when the input is used up (NULL: never). */
+    bool (*done)(void *ctx);
+    void *ctx;
+};
+
+enum drv_fault {
+    DRV_FAULT_NONE = 0,
+    DRV_FAULT_DROP,  /* forget the last timer the wheel fired in a call */
+    DRV_FAULT_SWAP,  /* swap two fires with different deadlines */
+    DRV_FAULT_EARLY, /* ask the model with now + 1: a timer a tick early */
+};
+
+struct drv_config {
+    size_t pool;          /* timers, >= 1 */
+    uint64_t start;       /* the wheel's initial time */
+    int fault;            /* enum drv_fault, planted once */
+    uint64_t trace_from;  /* print ops from this index on (UINT64_MAX: off) */
+    unsigned full_every;  /* compare every timer's state every N ops (>= 1) */
+    unsigned check_every; /* rota_wheel_check() every N ops (0 or 1: each) */
+};
+
+struct drv;
+
+struct drv *drv_new(const struct drv_config *cfg, struct drv_src src);
+/* One operation: 0 done, 1 the source is used up, -1 a mismatch. */
+int drv_step(struct drv *d);
+/* Drain the wheel (compared with the model) and free everything: 0 or -1
+ * (the error was printed). */
+int drv_finish(struct drv *d);
+/* The first mismatch, with the operation that found it. */
+const char *drv_error(const struct drv *d);
+uint64_t drv_ops(const struct drv *d);       /* top-level operations done */
+uint64_t drv_fires(const struct drv *d);     /* timers fired or expired */
+uint64_t drv_actions(const struct drv *d);   /* operations from callbacks */
+double drv_avg_pending(const struct drv *d); /* timers pending per op */
+uint64_t drv_restarts(const struct drv *d);  /* wheel re-inits at the top */
+/* Whether the planted fault was applied, and at which operation. */
+bool drv_fault_applied(const struct drv *d, uint64_t *op);
+
+#endif /* ROTA_TEST_DRIVER_H */

@@ -1,0 +1,931 @@
+/*
+ * test_keyed.c - unit tests for rota/keyed.h: every operation, and each
+ * bug that keyed timer layers are known for as a named test.
+ */
+#include <rota/keyed.h>
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/keyed_hash.h"
+#include "harness.h"
+#include "model/keyed_model.h"
+
+#define K(s) (s), (sizeof(s) - 1) /* a string literal as key, length */
+
+static const unsigned char seed_a[ROTA_KEYED_SEED_SIZE] = {
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static const unsigned char seed_b[ROTA_KEYED_SEED_SIZE] = {
+    0x5e, 0xed, 0xb0, 0x0b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+
+/* ------------------------------------------------- a recording callback */
+
+#define LOG_MAX 64
+
+struct fired {
+    char key[32];
+    size_t len;
+    void *value;
+    uint64_t now;
+    bool present_inside; /* contains(key) from inside the callback */
+    size_t count_inside;
+};
+
+struct log {
+    struct fired f[LOG_MAX];
+    int n;
+    /* Optional action run inside the callback. */
+    void (*action)(struct rota_keyed *map, const void *key, size_t len,
+                   struct log *log);
+    int rc; /* the action's result */
+};
+
+static void record(struct rota_keyed *map, const void *key, size_t len,
+                   void *value, void *arg)
+{
+    struct log *log = arg;
+    if (log->n < LOG_MAX) {
+        struct fired *f = &log->f[log->n++];
+        f->len = len < sizeof f->key ? len : sizeof f->key - 1;
+        if (f->len != 0)
+            memcpy(f->key, key, f->len);
+        f->key[f->len] = '\0';
+        f->value = value;
+        f->now = rota_keyed_now(map);
+        f->present_inside = rota_keyed_contains(map, key, len);
+        f->count_inside = rota_keyed_count(map);
+    }
+    if (log->action != NULL)
+        log->action(map, key, len, log);
+}
+
+static struct rota_keyed *make(struct log *log, uint64_t now)
+{
+    struct rota_keyed_config cfg = {
+        .now = now, .expire = record, .arg = log, .seed = seed_a};
+    struct rota_keyed *map = NULL;
+    CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0);
+    return map;
+}
+
+static void check_ok(struct rota_keyed *map)
+{
+    const char *why = NULL;
+    int rc = rota_keyed_check(map, &why);
+    if (rc != 0)
+        kt_fail(__FILE__, __LINE__, "rota_keyed_check: %s", why ? why : "?");
+}
+
+static int v[16]; /* distinct value pointers: &v[i] */
+
+/* ---------------------------------------------------------- operations */
+
+static void test_create_destroy(void)
+{
+    struct rota_keyed *map = NULL;
+    struct rota_keyed_allocator half = {NULL, NULL, NULL};
+    struct rota_keyed_config bad = {.allocator = &half};
+
+    CHECK_EQ_INT(rota_keyed_create(NULL, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_create(&map, &bad), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_create(&map, NULL),
+                 0); /* defaults, getrandom seed */
+    CHECK(map != NULL);
+    CHECK_EQ_INT(rota_keyed_count(map), 0);
+    CHECK_EQ_U64(rota_keyed_now(map), 0);
+    CHECK(rota_keyed_wheel(map) != NULL);
+    check_ok(map);
+    CHECK_EQ_INT(rota_keyed_destroy(map), 0);
+    CHECK_EQ_INT(rota_keyed_destroy(NULL), 0);
+
+    struct rota_keyed_config far = {.now = UINT64_MAX};
+    CHECK_EQ_INT(rota_keyed_create(&map, &far), 0);
+    CHECK_EQ_U64(rota_keyed_now(map), ROTA_MAX_DEADLINE);
+    rota_keyed_destroy(map);
+}
+
+static void test_invalid_arguments(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 100);
+    static const char big[1] = {0};
+
+    CHECK_EQ_INT(rota_keyed_set(NULL, K("a"), NULL, 1, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_set(map, NULL, 1, NULL, 1, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_move(map, NULL, 3, 1), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_remove(map, NULL, 3, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_get(map, NULL, 3, NULL, NULL), ROTA_EINVAL);
+    CHECK(!rota_keyed_contains(NULL, K("a")));
+    /* A length beyond UINT32_MAX is refused before the bytes are read. */
+    if (SIZE_MAX > UINT32_MAX)
+        CHECK_EQ_INT(
+            rota_keyed_set(map, big, (size_t)UINT32_MAX + 1, NULL, 1, NULL),
+            ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_advance(NULL, 1), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_drain(map, NULL, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_drain(NULL, record, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_count(map), 0);
+    CHECK(rota_keyed_check(NULL, NULL) == ROTA_ECORRUPT);
+    rota_keyed_destroy(map);
+}
+
+static void test_set_get_replace(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 1000);
+    void *value = NULL, *old = NULL;
+    uint64_t deadline = 0;
+
+    CHECK_EQ_INT(rota_keyed_set(map, K("alpha"), &v[1], 50, &old), 0);
+    CHECK(old == NULL); /* untouched when the key was added */
+    CHECK_EQ_INT(rota_keyed_count(map), 1);
+    CHECK_EQ_INT(rota_keyed_get(map, K("alpha"), &value, &deadline), 1);
+    CHECK(value == &v[1]);
+    CHECK_EQ_U64(deadline, 1050);
+    CHECK(rota_keyed_contains(map, K("alpha")));
+    CHECK(!rota_keyed_contains(map, K("alph")));
+    CHECK(!rota_keyed_contains(map, K("alphaa")));
+    CHECK_EQ_INT(rota_keyed_get(map, K("beta"), &value, &deadline), 0);
+
+    /* Replace: value swapped, old handed back, deadline moved. */
+    CHECK_EQ_INT(rota_keyed_set(map, K("alpha"), &v[2], 80, &old), 1);
+    CHECK(old == &v[1]);
+    CHECK_EQ_INT(rota_keyed_count(map), 1);
+    CHECK_EQ_INT(rota_keyed_get(map, K("alpha"), &value, &deadline), 1);
+    CHECK(value == &v[2]);
+    CHECK_EQ_U64(deadline, 1080);
+
+    /* Absolute deadlines, and NULL out-pointers. */
+    CHECK_EQ_INT(rota_keyed_set_at(map, K("beta"), &v[3], 1200, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_get(map, K("beta"), NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, 1200);
+    CHECK_EQ_INT(rota_keyed_get(map, K("beta"), NULL, NULL), 1);
+    CHECK_EQ_INT(rota_keyed_count(map), 2);
+    check_ok(map);
+
+    CHECK_EQ_INT(rota_keyed_advance(map, 1079), 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1080), 1);
+    CHECK_EQ_INT(log.n, 1);
+    CHECK(strcmp(log.f[0].key, "alpha") == 0 && log.f[0].value == &v[2]);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1200), 1);
+    CHECK_EQ_INT(log.n, 2);
+    CHECK(log.f[1].value == &v[3]);
+    CHECK_EQ_INT(rota_keyed_count(map), 0);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+static void test_move(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+    uint64_t deadline;
+
+    CHECK_EQ_INT(rota_keyed_move(map, K("nobody"), 5), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_keyed_move_at(map, K("nobody"), 5), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_keyed_count(map), 0); /* move never creates */
+
+    rota_keyed_set(map, K("later"), &v[1], 10, NULL);
+    rota_keyed_set(map, K("earlier"), &v[2], 100, NULL);
+    CHECK_EQ_INT(rota_keyed_move(map, K("later"), 100), 0); /* touch path */
+    CHECK_EQ_INT(rota_keyed_move_at(map, K("earlier"), 20),
+                 0); /* re-file path */
+    CHECK_EQ_INT(rota_keyed_get(map, K("later"), NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, 100);
+    check_ok(map);
+
+    CHECK_EQ_INT(rota_keyed_advance(map, 10),
+                 0); /* the old deadline: nothing */
+    CHECK_EQ_INT(rota_keyed_advance(map, 19), 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 20), 1);
+    CHECK(log.n == 1 && strcmp(log.f[0].key, "earlier") == 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 99), 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 100), 1);
+    CHECK(log.n == 2 && strcmp(log.f[1].key, "later") == 0);
+    CHECK_EQ_U64(log.f[1].now, 100);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+static void test_remove(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+    void *value = NULL;
+
+    CHECK_EQ_INT(rota_keyed_remove(map, K("x"), &value), 0);
+    rota_keyed_set(map, K("x"), &v[4], 5, NULL);
+    rota_keyed_set(map, K("y"), &v[5], ROTA_NEVER, NULL);
+    CHECK_EQ_INT(rota_keyed_remove(map, K("x"), &value), 1);
+    CHECK(value == &v[4]);
+    CHECK_EQ_INT(rota_keyed_remove(map, K("x"), &value), 0);
+    CHECK_EQ_INT(rota_keyed_remove(map, K("y"), NULL), 1);
+    CHECK_EQ_INT(rota_keyed_count(map), 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1000),
+                 0); /* removed keys never fire */
+    CHECK_EQ_INT(log.n, 0);
+    CHECK_EQ_INT(rota_wheel_count(rota_keyed_wheel(map)), 0);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+static void test_keys_are_bytes(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+    unsigned char nul1[3] = {'a', 0, 'b'}, nul2[3] = {'a', 0, 'c'};
+    size_t big_len = (size_t)1 << 20;
+    unsigned char *big = malloc(big_len);
+    void *value;
+
+    memset(big, 'z', big_len);
+    CHECK_EQ_INT(rota_keyed_set(map, "", 0, &v[0], ROTA_NEVER, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set(map, NULL, 0, &v[1], ROTA_NEVER, NULL), 1);
+    CHECK_EQ_INT(rota_keyed_set(map, nul1, 3, &v[2], ROTA_NEVER, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set(map, nul2, 3, &v[3], ROTA_NEVER, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set(map, nul1, 1, &v[4], ROTA_NEVER, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set(map, big, big_len, &v[5], 7, NULL), 0);
+    /* The map copied the key: the caller's buffer may change. */
+    memset(big, 'q', big_len);
+    CHECK_EQ_INT(rota_keyed_get(map, big, big_len, &value, NULL), 0);
+    memset(big, 'z', big_len);
+    CHECK_EQ_INT(rota_keyed_get(map, big, big_len, &value, NULL), 1);
+    CHECK(value == &v[5]);
+    CHECK_EQ_INT(rota_keyed_get(map, nul2, 3, &value, NULL), 1);
+    CHECK(value == &v[3]);
+    CHECK_EQ_INT(rota_keyed_get(map, "", 0, &value, NULL), 1);
+    CHECK(value == &v[1]);
+    CHECK_EQ_INT(rota_keyed_count(map), 5);
+    check_ok(map);
+    CHECK_EQ_INT(rota_keyed_advance(map, 7), 1);
+    CHECK_EQ_INT(log.n, 1);
+    CHECK_EQ_INT(log.f[0].len, 31); /* truncated copy of the 1 MiB key */
+    free(big);
+    rota_keyed_destroy(map);
+}
+
+static void test_persistent_entries(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+    uint64_t deadline;
+
+    rota_keyed_set(map, K("forever"), &v[1], ROTA_NEVER, NULL);
+    rota_keyed_set(map, K("persisted"), &v[2], 10, NULL);
+    rota_keyed_set(map, K("overwritten"), &v[3], 10, NULL);
+    CHECK_EQ_INT(rota_keyed_move(map, K("persisted"), ROTA_NEVER), 0);
+    /* SET without EX in Redis: the new value has no TTL. */
+    CHECK_EQ_INT(rota_keyed_set(map, K("overwritten"), &v[4], ROTA_NEVER, NULL),
+                 1);
+    CHECK_EQ_INT(rota_keyed_get(map, K("overwritten"), NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, ROTA_NEVER);
+    struct rota_keyed_stats st;
+    rota_keyed_stats(map, &st);
+    CHECK_EQ_INT(st.count, 3);
+    CHECK_EQ_INT(st.expiring, 0);
+    CHECK_EQ_INT(rota_wheel_count(rota_keyed_wheel(map)), 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1000000), 0);
+    CHECK_EQ_INT(log.n, 0);
+    /* A persistent key can be given a deadline again. */
+    CHECK_EQ_INT(rota_keyed_move(map, K("forever"), 5), 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1000005), 1);
+    CHECK_EQ_INT(rota_keyed_count(map), 2);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+static void test_huge_ttl_saturates(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 1000);
+    uint64_t deadline;
+
+    rota_keyed_set(map, K("huge"), NULL, ROTA_MAX_DEADLINE, NULL);
+    CHECK_EQ_INT(rota_keyed_get(map, K("huge"), NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, ROTA_MAX_DEADLINE); /* saturated, not wrapped */
+    CHECK_EQ_INT(rota_keyed_advance(map, ROTA_MAX_DEADLINE - 1), 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, ROTA_MAX_DEADLINE), 1);
+    rota_keyed_destroy(map);
+}
+
+/* ------------------------------------------------------- named cases */
+
+/* The entry is gone from the map when its callback runs. */
+static void test_removed_before_callback(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+
+    rota_keyed_set(map, K("k"), &v[1], 3, NULL);
+    rota_keyed_set(map, K("other"), &v[2], 100, NULL);
+    CHECK_EQ_INT(rota_keyed_advance(map, 3), 1);
+    CHECK_EQ_INT(log.n, 1);
+    CHECK(!log.f[0].present_inside);
+    CHECK_EQ_INT(log.f[0].count_inside, 1);
+    rota_keyed_destroy(map);
+}
+
+static void set_again_ttl0(struct rota_keyed *map, const void *key, size_t len,
+                           struct log *log)
+{
+    if (log->n <= 3) /* re-set itself a few times, then stop */
+        log->rc = rota_keyed_set(map, key, len, &v[9], 0, NULL);
+}
+
+/* A callback that re-sets its own key with ttl 0 cannot loop: each set
+ * expires in the next advance. */
+static void test_callback_sets_same_key(void)
+{
+    struct log log = {.action = set_again_ttl0};
+    struct rota_keyed *map = make(&log, 0);
+
+    rota_keyed_set(map, K("again"), &v[1], 1, NULL);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1), 1);
+    CHECK_EQ_INT(log.rc, 0); /* added again: the old entry was gone */
+    CHECK_EQ_INT(rota_keyed_count(map), 1);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1),
+                 1); /* same now: the next advance */
+    CHECK_EQ_INT(rota_keyed_advance(map, 1), 1);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1), 1);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1), 0);
+    CHECK_EQ_INT(log.n, 4);
+    CHECK(log.f[1].value == &v[9]);
+    CHECK_EQ_INT(rota_keyed_count(map), 0);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+static void remove_victim(struct rota_keyed *map, const void *key, size_t len,
+                          struct log *log)
+{
+    (void)key;
+    (void)len;
+    if (log->n == 1)
+        log->rc = rota_keyed_remove(map, K("victim"), NULL);
+}
+
+/* A callback may remove an entry due in the same advance: it never fires. */
+static void test_callback_removes_due_entry(void)
+{
+    struct log log = {.action = remove_victim};
+    struct rota_keyed *map = make(&log, 0);
+
+    rota_keyed_set(map, K("first"), &v[1], 5, NULL);
+    rota_keyed_set(map, K("victim"), &v[2], 5, NULL);
+    rota_keyed_set(map, K("last"), &v[3], 6, NULL);
+    CHECK_EQ_INT(rota_keyed_advance(map, 10), 2);
+    CHECK_EQ_INT(log.rc, 1);
+    CHECK_EQ_INT(log.n, 2);
+    CHECK(strcmp(log.f[0].key, "first") == 0);
+    CHECK(strcmp(log.f[1].key, "last") == 0);
+    CHECK_EQ_INT(rota_keyed_count(map), 0);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+/* TTL 0 makes the entry due; it expires at the next advance, not in set. */
+static void test_ttl_zero(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 500);
+    uint64_t deadline;
+
+    CHECK_EQ_INT(rota_keyed_set(map, K("now"), &v[1], 0, NULL), 0);
+    CHECK_EQ_INT(log.n, 0);
+    CHECK(rota_keyed_contains(map, K("now")));
+    CHECK_EQ_INT(rota_keyed_get(map, K("now"), NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, 500);
+    /* A past absolute deadline is clamped to now, the same. */
+    CHECK_EQ_INT(rota_keyed_set_at(map, K("past"), &v[2], 3, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_move(map, K("now"), 0), 0);
+    CHECK_EQ_INT(log.n, 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 500), 2);
+    CHECK_EQ_INT(log.n, 2);
+    CHECK(strcmp(log.f[0].key, "now") == 0);
+    CHECK_EQ_INT(rota_keyed_count(map), 0);
+    rota_keyed_destroy(map);
+}
+
+/* Never early: an entry fires in the first advance that reaches its
+ * deadline, in deadline order, ties in the order their deadlines were set. */
+static void test_never_early_and_order(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+
+    rota_keyed_set(map, K("c"), &v[3], 70000, NULL);
+    rota_keyed_set(map, K("a"), &v[1], 4096, NULL);
+    rota_keyed_set(map, K("b"), &v[2], 4096, NULL);
+    rota_keyed_set(map, K("z"), &v[4], 1, NULL);
+    CHECK_EQ_INT(rota_keyed_advance(map, 4095), 1);
+    CHECK_EQ_INT(rota_keyed_advance(map, 4095), 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 69999), 2);
+    CHECK_EQ_INT(log.n, 3);
+    CHECK(strcmp(log.f[1].key, "a") == 0);
+    CHECK(strcmp(log.f[2].key, "b") == 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 70000), 1);
+    CHECK_EQ_U64(log.f[3].now, 70000);
+    /* Going back in time fires nothing. */
+    rota_keyed_set(map, K("d"), &v[5], 10, NULL);
+    CHECK_EQ_INT(rota_keyed_advance(map, 5), 0);
+    CHECK_EQ_U64(rota_keyed_now(map), 70000);
+    CHECK_EQ_INT(rota_keyed_advance(map, 70010), 1);
+    rota_keyed_destroy(map);
+}
+
+/* go-zero#205: MoveTimer then RemoveTimer left a task that still fired.
+ * Every sequence leaves exactly one live entry per key. */
+static void test_one_entry_per_key(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+
+    rota_keyed_set(map, K("k"), &v[1], 10, NULL);
+    rota_keyed_move(map, K("k"), 30);
+    rota_keyed_move(map, K("k"), 5);
+    CHECK_EQ_INT(rota_keyed_remove(map, K("k"), NULL), 1);
+    CHECK_EQ_INT(rota_keyed_advance(map, 100), 0);
+    CHECK_EQ_INT(log.n, 0);
+
+    rota_keyed_set(map, K("k"), &v[1], 10, NULL);
+    rota_keyed_set(map, K("k"), &v[2], 20, NULL);
+    rota_keyed_set(map, K("k"), &v[3], 5, NULL);
+    rota_keyed_move(map, K("k"), 40);
+    CHECK_EQ_INT(rota_keyed_count(map), 1);
+    CHECK_EQ_INT(rota_wheel_count(rota_keyed_wheel(map)), 1);
+    CHECK_EQ_INT(rota_keyed_advance(map, 139), 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 140), 1);
+    CHECK_EQ_INT(rota_keyed_advance(map, 100000), 0);
+    CHECK_EQ_INT(log.n, 1);
+    CHECK(log.f[0].value == &v[3]);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+/* Moving a key whose deadline has passed but whose expiry was not yet
+ * collected: it lives on with the new deadline. */
+static void test_move_overdue_entry(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+    uint64_t deadline;
+
+    rota_keyed_set(map, K("late"), &v[1], 10, NULL);
+    rota_keyed_set(map, K("late2"), &v[2], 10, NULL);
+    /* Time passes to 50 without an advance; the caller then uses absolute
+     * deadlines from its own clock. */
+    CHECK(rota_keyed_contains(map, K("late")));
+    CHECK_EQ_INT(rota_keyed_move_at(map, K("late"), 80), 0);
+    CHECK_EQ_INT(rota_keyed_set_at(map, K("late2"), &v[3], 90, NULL), 1);
+    CHECK_EQ_INT(rota_keyed_advance(map, 50), 0);
+    CHECK_EQ_INT(rota_keyed_count(map), 2);
+    CHECK_EQ_INT(rota_keyed_get(map, K("late"), NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, 80);
+    /* Overdue at the wheel's now but not collected (advance_max 0). */
+    size_t fired = 99;
+    CHECK_EQ_INT(rota_keyed_advance_max(map, 85, 0, &fired), 1);
+    CHECK_EQ_INT(fired, 0);
+    CHECK_EQ_INT(rota_keyed_move(map, K("late"), 10), 0); /* lives on to 95 */
+    CHECK_EQ_INT(rota_keyed_advance(map, 94), 1);         /* late2 only */
+    CHECK_EQ_INT(log.n, 1);
+    CHECK(strcmp(log.f[0].key, "late2") == 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 95), 1);
+    CHECK_EQ_INT(log.n, 2);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+static void test_advance_max(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+    char key[8];
+    size_t fired = 0;
+
+    for (int i = 0; i < 10; i++) {
+        int len = snprintf(key, sizeof key, "k%d", i);
+        rota_keyed_set(map, key, (size_t)len, NULL, (uint64_t)(i % 3), NULL);
+    }
+    CHECK_EQ_INT(rota_keyed_advance_max(map, 5, 4, &fired), 1);
+    CHECK_EQ_INT(fired, 4);
+    CHECK_EQ_INT(rota_keyed_count(map), 6);
+    CHECK_EQ_INT(rota_keyed_advance_max(map, 5, 100, &fired), 0);
+    CHECK_EQ_INT(fired, 6);
+    CHECK_EQ_INT(rota_keyed_count(map), 0);
+    rota_keyed_destroy(map);
+}
+
+/* ---------------------------------------------------------------- drain */
+
+struct drain_log {
+    int calls;
+    struct rota_keyed *map;
+    int advance_rc, destroy_rc, drain_rc, set_rc;
+    bool present_inside;
+};
+
+static void count_drain(struct rota_keyed *map, const void *key, size_t len,
+                        void *value, void *arg)
+{
+    struct drain_log *d = arg;
+    (void)value;
+    d->calls++;
+    d->present_inside |= rota_keyed_contains(map, key, len);
+    if (d->calls == 1) {
+        d->advance_rc = rota_keyed_advance(map, 1000000);
+        d->destroy_rc = rota_keyed_destroy(map);
+        d->drain_rc = rota_keyed_drain(map, count_drain, arg);
+        d->set_rc = rota_keyed_set(map, K("born-in-drain"), NULL, 5, NULL);
+    }
+}
+
+/* go-zero#5314: Drain scheduled its calls and returned.  Here every fn call
+ * has run when drain returns, the map is empty and usable. */
+static void test_drain(void)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+    struct drain_log d = {0};
+    char key[16];
+
+    for (int i = 0; i < 1000; i++) {
+        int len = snprintf(key, sizeof key, "key%d", i);
+        rota_keyed_set(map, key, (size_t)len, &v[i % 16],
+                       i % 2 ? ROTA_NEVER : (uint64_t)i, NULL);
+    }
+    CHECK_EQ_INT(rota_keyed_drain(map, count_drain, &d), 0);
+    CHECK_EQ_INT(d.calls, 1000);
+    CHECK(!d.present_inside);
+    CHECK_EQ_INT(d.advance_rc, ROTA_EBUSY);
+    CHECK_EQ_INT(d.destroy_rc, ROTA_EBUSY);
+    CHECK_EQ_INT(d.drain_rc, ROTA_EBUSY);
+    CHECK_EQ_INT(d.set_rc, 0);
+    CHECK_EQ_INT(rota_keyed_count(map), 1); /* only what fn set */
+    CHECK_EQ_INT(rota_wheel_count(rota_keyed_wheel(map)), 1);
+    check_ok(map);
+    CHECK_EQ_INT(rota_keyed_advance(map, 5000), 1);
+    CHECK_EQ_INT(log.n, 1);
+    CHECK(strcmp(log.f[0].key, "born-in-drain") == 0);
+    /* Drain an empty map, then use it again. */
+    d.calls = 0;
+    CHECK_EQ_INT(rota_keyed_drain(map, count_drain, &d), 0);
+    CHECK_EQ_INT(d.calls, 0);
+    CHECK_EQ_INT(rota_keyed_set(map, K("after"), NULL, 1, NULL), 0);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+static void drain_from_callback(struct rota_keyed *map, const void *key,
+                                size_t len, struct log *log)
+{
+    struct drain_log d = {0};
+    (void)key;
+    (void)len;
+    log->rc = rota_keyed_drain(map, count_drain, &d);
+    CHECK_EQ_INT(d.calls, 3);
+    CHECK_EQ_INT(rota_keyed_destroy(map), ROTA_EBUSY);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1), ROTA_EBUSY);
+}
+
+static void test_drain_from_expire_callback(void)
+{
+    struct log log = {.action = drain_from_callback};
+    struct rota_keyed *map = make(&log, 0);
+
+    rota_keyed_set(map, K("trigger"), NULL, 1, NULL);
+    rota_keyed_set(map, K("a"), NULL, 2, NULL);
+    rota_keyed_set(map, K("b"), NULL, 1, NULL);
+    rota_keyed_set(map, K("c"), NULL, ROTA_NEVER, NULL);
+    CHECK_EQ_INT(rota_keyed_advance(map, 10), 1); /* b was drained, not fired */
+    CHECK_EQ_INT(log.rc, 0);
+    /* Only the key the drain function set is left. */
+    CHECK_EQ_INT(rota_keyed_count(map), 1);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+/* ------------------------------------------------------------- memory */
+
+struct counting {
+    size_t live_bytes, live_blocks, allocs;
+    bool size_mismatch;
+};
+
+/* Each block carries its size in a 16-byte header, to check that free()
+ * receives the size alloc() was asked for. */
+static void *count_alloc(void *ctx, size_t size)
+{
+    struct counting *c = ctx;
+    unsigned char *p = malloc(size + 16);
+    if (p == NULL)
+        return NULL;
+    memcpy(p, &size, sizeof size);
+    c->live_bytes += size;
+    c->live_blocks++;
+    c->allocs++;
+    return p + 16;
+}
+
+static void count_free(void *ctx, void *ptr, size_t size)
+{
+    struct counting *c = ctx;
+    unsigned char *p = (unsigned char *)ptr - 16;
+    size_t asked;
+    memcpy(&asked, p, sizeof asked);
+    if (asked != size)
+        c->size_mismatch = true;
+    c->live_bytes -= size;
+    c->live_blocks--;
+    free(p);
+}
+
+static int destroy_calls;
+static void count_call(struct rota_keyed *map, const void *key, size_t len,
+                       void *value, void *arg)
+{
+    (void)map, (void)key, (void)len, (void)value, (void)arg;
+    destroy_calls++;
+}
+
+/* Every byte comes from the hook and goes back; destroy calls nothing. */
+static void test_allocator_hook_and_destroy(void)
+{
+    struct counting c = {0};
+    struct rota_keyed_allocator a = {count_alloc, count_free, &c};
+    struct rota_keyed_config cfg = {
+        .allocator = &a, .expire = count_call, .seed = seed_a};
+    struct rota_keyed *map = NULL;
+    struct rota_keyed_stats st;
+    char key[16];
+
+    CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0);
+    CHECK_EQ_INT(c.live_blocks, 1);
+    for (int i = 0; i < 5000; i++) {
+        int len = snprintf(key, sizeof key, "%d", i);
+        rota_keyed_set(map, key, (size_t)len, NULL, (uint64_t)i + 1, NULL);
+    }
+    rota_keyed_stats(map, &st);
+    CHECK_EQ_INT(st.bytes, c.live_bytes);
+    CHECK_EQ_INT(rota_keyed_destroy(map), 0);
+    CHECK_EQ_INT(destroy_calls, 0);
+    CHECK_EQ_INT(c.live_bytes, 0);
+    CHECK_EQ_INT(c.live_blocks, 0);
+    CHECK(!c.size_mismatch);
+}
+
+/* The figure the header states: 80 bytes of entry header, plus the key,
+ * plus 8 bytes of bucket per bucket (8 to 16 an entry at load 1/2 to 1). */
+static void test_memory_per_entry(void)
+{
+    struct rota_keyed *map = NULL;
+    struct rota_keyed_config cfg = {.seed = seed_a};
+    struct rota_keyed_stats before, after;
+    const size_t n = 1u << 16; /* a power of two: the table ends at load 1 */
+
+    CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0);
+    rota_keyed_stats(map, &before);
+    for (uint64_t i = 0; i < n; i++)
+        rota_keyed_set(map, &i, sizeof i, NULL, i % 1000 + 1, NULL);
+    rota_keyed_stats(map, &after);
+    CHECK_EQ_INT(after.buckets, n);
+    size_t entry_bytes = after.bytes - before.bytes - after.buckets * 8;
+    CHECK_EQ_INT(entry_bytes, n * (80 + 8));
+    printf("memory per entry (8-byte keys): %zu bytes of entry + %zu of "
+           "buckets, excluding the allocator's own overhead\n",
+           entry_bytes / n - 8, after.buckets * 8 / n);
+    rota_keyed_destroy(map);
+}
+
+/* Resizing is incremental and keeps every invariant midway. */
+static void test_grow_and_shrink(void)
+{
+    struct rota_keyed *map = NULL;
+    struct rota_keyed_config cfg = {.seed = seed_b};
+    struct rota_keyed_stats st;
+    const uint64_t n = 100000;
+    bool saw_resizing_state = false;
+
+    CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0);
+    for (uint64_t i = 0; i < n; i++) {
+        rota_keyed_set(map, &i, sizeof i, (void *)(uintptr_t)(i + 1),
+                       i % 7 == 0 ? ROTA_NEVER : i + 1, NULL);
+        if (i % 4999 == 0 || (i > 32760 && i < 32800))
+            check_ok(map);
+    }
+    rota_keyed_stats(map, &st);
+    CHECK_EQ_INT(st.count, n);
+    CHECK(st.resizes >= 14);
+    for (uint64_t i = 0; i < n; i++) {
+        void *value = NULL;
+        if (rota_keyed_get(map, &i, sizeof i, &value, NULL) != 1 ||
+            value != (void *)(uintptr_t)(i + 1)) {
+            CHECK(!"entry lost or corrupted by a resize");
+            break;
+        }
+    }
+    size_t grown = st.buckets;
+    /* Remove most: the table shrinks, again step by step. */
+    for (uint64_t i = 0; i < n - 100; i++) {
+        CHECK_EQ_INT(rota_keyed_remove(map, &i, sizeof i, NULL), 1);
+        if (i % 9973 == 0) {
+            check_ok(map);
+            rota_keyed_stats(map, &st);
+            saw_resizing_state |= st.buckets != grown;
+        }
+    }
+    check_ok(map);
+    rota_keyed_stats(map, &st);
+    CHECK_EQ_INT(st.count, 100);
+    CHECK(st.buckets <= 1024);
+    CHECK(saw_resizing_state);
+    /* The rest expire; expiry shrinks the table too. */
+    CHECK(rota_keyed_advance(map, n + 1) > 0);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+/* --------------------------------------------------------------- hashing */
+
+/* SipHash-2-4 reference output from the paper (key 00..0f, message
+ * 00..0e), through the same code rota runs as SipHash-1-3. */
+static void test_siphash_reference(void)
+{
+    unsigned char msg[64];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (unsigned char)i;
+    uint64_t k0 = rota__sip_load64(seed_a), k1 = rota__sip_load64(seed_a + 8);
+    CHECK_EQ_U64(rota__siphash(2, 4, k0, k1, msg, 15),
+                 UINT64_C(0xa129ca6149be45e5));
+    CHECK_EQ_U64(rota__siphash(2, 4, k0, k1, msg, 0),
+                 UINT64_C(0x726fdb47dd0e0e31));
+    CHECK_EQ_U64(rota__siphash(2, 4, k0, k1, msg, 8),
+                 UINT64_C(0x93f5f5799a932462));
+    /* The seed changes every hash. */
+    uint64_t j0 = rota__sip_load64(seed_b), j1 = rota__sip_load64(seed_b + 8);
+    CHECK(rota__siphash(1, 3, k0, k1, msg, 8) !=
+          rota__siphash(1, 3, j0, j1, msg, 8));
+}
+
+/* Hash flooding: keys chosen to share a bucket under the fast hash with
+ * one seed (as an attacker who knew the seed would) make the map switch to
+ * SipHash once, after which chains are short again; under any other seed
+ * the same keys spread out and nothing switches. */
+static void test_flooding_switches_to_siphash(void)
+{
+    const int want = h_small() ? 300 : 1000;
+    const uint32_t mask = 1023; /* share a bucket in tables up to 1024 */
+    uint64_t k0 = rota__sip_load64(seed_a), k1 = rota__sip_load64(seed_a + 8);
+    uint64_t *keys = malloc((size_t)want * sizeof *keys);
+    int found = 0;
+
+    for (uint64_t x = 0; found < want; x++)
+        if (((uint32_t)rota__fasthash(k0, k1, &x, sizeof x) & mask) == 0)
+            keys[found++] = x;
+
+    for (int s = 0; s < 2; s++) {
+        struct rota_keyed *map = NULL;
+        struct rota_keyed_config cfg = {.seed = s == 0 ? seed_a : seed_b};
+        struct rota_keyed_stats st;
+        CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0);
+        for (int i = 0; i < want; i++)
+            CHECK_EQ_INT(rota_keyed_set(map, &keys[i], sizeof keys[i], &keys[i],
+                                        10, NULL),
+                         0);
+        rota_keyed_stats(map, &st);
+        CHECK_EQ_INT(st.sip_hash, s == 0);
+        CHECK(st.longest_chain <= 40);   /* the switch came at 33 */
+        for (int i = 0; i < want; i++) { /* nothing lost by the rehash */
+            void *value = NULL;
+            CHECK_EQ_INT(
+                rota_keyed_get(map, &keys[i], sizeof keys[i], &value, NULL), 1);
+            CHECK(value == &keys[i]);
+        }
+        for (int i = 0; i < want; i++)
+            rota_keyed_move(map, &keys[i], sizeof keys[i], 20);
+        rota_keyed_stats(map, &st);
+        CHECK(st.longest_chain <= 40); /* short chains after the switch */
+        CHECK_EQ_INT(st.sip_hash, s == 0);
+        check_ok(map);
+        CHECK_EQ_INT(rota_keyed_advance(map, 20), want);
+        rota_keyed_destroy(map);
+    }
+    free(keys);
+}
+
+/* The fast hash reads every byte and the length: no two of these short
+ * keys (all lengths 0-40, one byte flipped) share a 64-bit hash. */
+static void test_fasthash_uses_every_byte(void)
+{
+    unsigned char buf[48] = {0};
+    uint64_t k0 = 1, k1 = 2, seen[64 * 41];
+    int n = 0;
+    for (size_t len = 0; len <= 40; len++) {
+        seen[n++] = rota__fasthash(k0, k1, buf, len);
+        for (size_t i = 0; i < len; i++) {
+            buf[i] ^= 0x40;
+            seen[n++] = rota__fasthash(k0, k1, buf, len);
+            buf[i] ^= 0x40;
+        }
+    }
+    int dups = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            dups += seen[i] == seen[j];
+    CHECK_EQ_INT(dups, 0);
+    CHECK(rota__fasthash(1, 2, buf, 8) != rota__fasthash(3, 2, buf, 8));
+    CHECK(rota__fasthash(1, 2, buf, 8) != rota__fasthash(1, 4, buf, 8));
+}
+
+/* ---------------------------------------------------------- the wheel */
+
+struct own_timer {
+    struct rota_timer timer;
+    int fired;
+};
+
+static struct rota_keyed *own_map; /* destroyed from own_fire, if set */
+static int own_destroy_rc = 99;
+
+static void own_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t l)
+{
+    (void)w, (void)l;
+    rota_container_of(t, struct own_timer, timer)->fired++;
+    if (own_map != NULL)
+        own_destroy_rc = rota_keyed_destroy(own_map);
+}
+
+static void destroy_in_callback(struct rota_keyed *map, const void *key,
+                                size_t len, struct log *log)
+{
+    (void)key, (void)len;
+    log->rc = rota_keyed_destroy(map);
+}
+
+/* The caller's own timers share the map's wheel and fire from advance. */
+static void test_own_timers_on_the_wheel(void)
+{
+    struct log log = {.action = destroy_in_callback};
+    struct rota_keyed *map = make(&log, 0);
+    struct own_timer own = {0};
+    struct rota_wheel *w = rota_keyed_wheel(map);
+
+    rota_timer_init(&own.timer, own_fire);
+    CHECK_EQ_INT(rota_timer_arm(w, &own.timer, 15), 0);
+    rota_keyed_set(map, K("k"), NULL, 20, NULL);
+    CHECK_EQ_U64(rota_wheel_next_deadline(w), 15);
+    CHECK_EQ_INT(rota_wheel_timeout_ms(w, 0, 1000000), 15);
+    CHECK_EQ_INT(rota_keyed_advance(map, 15), 1);
+    CHECK_EQ_INT(own.fired, 1);
+    CHECK_EQ_U64(rota_wheel_next_deadline(w), 20);
+    CHECK_EQ_INT(rota_keyed_advance(map, 20), 1);
+    CHECK_EQ_INT(log.rc, ROTA_EBUSY); /* destroy refused inside the callback */
+    /* Drain hands back only the map's entries. */
+    rota_keyed_set(map, K("k2"), NULL, 50, NULL);
+    rota_timer_arm(w, &own.timer, 40);
+    struct drain_log d = {0};
+    CHECK_EQ_INT(rota_keyed_drain(map, count_drain, &d), 0);
+    CHECK_EQ_INT(d.calls, 1);
+    CHECK(rota_timer_pending(&own.timer));
+    /* k2 is gone; the timer and the key count_drain set (at 25) fire. */
+    own_map = map; /* destroy from a timer of ours: refused */
+    CHECK_EQ_INT(rota_keyed_advance(map, 40), 2);
+    own_map = NULL;
+    CHECK_EQ_INT(own_destroy_rc, ROTA_EBUSY);
+    CHECK_EQ_INT(own.fired, 2);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+static const struct h_test tests[] = {
+    H_TEST(test_create_destroy),
+    H_TEST(test_invalid_arguments),
+    H_TEST(test_set_get_replace),
+    H_TEST(test_move),
+    H_TEST(test_remove),
+    H_TEST(test_keys_are_bytes),
+    H_TEST(test_persistent_entries),
+    H_TEST(test_huge_ttl_saturates),
+    H_TEST(test_removed_before_callback),
+    H_TEST(test_callback_sets_same_key),
+    H_TEST(test_callback_removes_due_entry),
+    H_TEST(test_ttl_zero),
+    H_TEST(test_never_early_and_order),
+    H_TEST(test_one_entry_per_key),
+    H_TEST(test_move_overdue_entry),
+    H_TEST(test_advance_max),
+    H_TEST(test_drain),
+    H_TEST(test_drain_from_expire_callback),
+    H_TEST(test_allocator_hook_and_destroy),
+    H_TEST(test_memory_per_entry),
+    H_TEST(test_grow_and_shrink),
+    H_TEST(test_siphash_reference),
+    H_TEST(test_flooding_switches_to_siphash),
+    H_TEST(test_fasthash_uses_every_byte),
+    H_TEST(test_own_timers_on_the_wheel),
+};
+
+int main(int argc, char **argv)
+{
+    return h_main(argc, argv, tests, H_COUNT(tests));
+}

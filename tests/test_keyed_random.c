@@ -1,0 +1,380 @@
+/*
+ * test_keyed_random.c - rota/keyed.h against a flat-array model, on a fake
+ * clock, under random operation sequences.
+ *
+ * Each run replays one seeded stream of set / set_at / move / move_at /
+ * remove / get / contains / advance / advance_max / drain on a map and on
+ * the model (tests/model/keyed_model.c), including operations made from
+ * inside expire callbacks, and compares every result.  After each
+ * operation (every few in long runs) rota_keyed_check() verifies the
+ * structure.  The callback checks that an entry fires only when the model
+ * says it is due, with the right value, gone from the map, never in the
+ * pass that armed it, and in deadline order; after each complete advance
+ * no entry is left due except those (re)armed during it.
+ *
+ * ROTA_SEED=n repeats a run; ROTA_TEST_SCALE=small shortens it for
+ * valgrind.  To see that the comparison can fail, build with
+ * -DKEYED_PLANT_FAULT: the test then lies to the model about one move.
+ */
+#include <rota/keyed.h>
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "model/keyed_model.h"
+
+struct run {
+    struct rota_keyed *map;
+    struct keyed_model model;
+    uint64_t rng;
+    unsigned nkeys;
+    uintptr_t next_value;
+    int fired;               /* callbacks in the current advance */
+    uint64_t last_untouched; /* deadline order of untouched entries */
+    int depth;               /* nested callback operations */
+    uint64_t ops;
+    const char *stage;
+};
+
+static struct run R;
+
+static uint64_t rnd(uint64_t n) /* uniform-ish in [0, n) */
+{
+    return n == 0 ? 0 : h_rand(&R.rng) % n;
+}
+
+/* Key i: the empty key for 0, else its decimal digits followed by i % 3
+ * NUL bytes, so keys differ in length, contents and embedded zeros. */
+static size_t make_key(unsigned i, unsigned char *buf)
+{
+    if (i == 0)
+        return 0;
+    size_t n = (size_t)snprintf((char *)buf, 16, "%u", i);
+    for (unsigned z = 0; z < i % 3; z++)
+        buf[n++] = 0;
+    return n;
+}
+
+static uint64_t random_ttl(void)
+{
+    uint64_t r = rnd(100);
+    if (r < 6)
+        return 0;
+    if (r < 36)
+        return 1 + rnd(64);
+    if (r < 76)
+        return 1 + rnd(5000);
+    if (r < 90)
+        return 1 + rnd(300000);
+    if (r < 98)
+        return ROTA_NEVER;
+    return ROTA_MAX_DEADLINE - rnd(3); /* saturates */
+}
+
+static uint64_t random_deadline(void)
+{
+    uint64_t now = R.model.now, r = rnd(100);
+    if (r < 10)
+        return now > 100 ? now - rnd(100) : 0; /* in the past */
+    if (r < 95)
+        return now + rnd(20000);
+    return r < 98 ? ROTA_NEVER : UINT64_MAX - 1;
+}
+
+static void verify_check(int line)
+{
+    const char *why = NULL;
+    if (rota_keyed_check(R.map, &why) != 0)
+        kt_fail(__FILE__, line, "check after op %" PRIu64 " (%s): %s", R.ops,
+                R.stage, why ? why : "?");
+}
+
+static void *new_value(void)
+{
+    return (void *)++R.next_value;
+}
+
+/* One random operation other than advance and drain, on both sides. */
+static void random_op(void)
+{
+    unsigned char key[32];
+    size_t len = make_key((unsigned)rnd(R.nkeys), key);
+    void *got = NULL, *want = NULL;
+    uint64_t r = rnd(100);
+
+    R.ops++;
+    if (r < 30) {
+        void *value = new_value();
+        uint64_t ttl = random_ttl();
+        uint64_t deadline = km_deadline_in(&R.model, ttl);
+        R.stage = "set";
+        CHECK_EQ_INT(rota_keyed_set(R.map, key, len, value, ttl, &got),
+                     km_set(&R.model, key, len, value, deadline, &want));
+        CHECK(got == want);
+    } else if (r < 40) {
+        void *value = new_value();
+        uint64_t deadline = random_deadline();
+        R.stage = "set_at";
+        CHECK_EQ_INT(rota_keyed_set_at(R.map, key, len, value, deadline, &got),
+                     km_set(&R.model, key, len, value, deadline, &want));
+        CHECK(got == want);
+    } else if (r < 58) {
+        uint64_t ttl = random_ttl();
+        uint64_t deadline = km_deadline_in(&R.model, ttl);
+        R.stage = "move";
+#ifdef KEYED_PLANT_FAULT
+        static bool planted;
+        if (!planted && R.ops >= 500 && km_find(&R.model, key, len) != NULL) {
+            planted = true; /* tell the model a different deadline */
+            deadline = deadline == ROTA_NEVER ? R.model.now + 7 : ROTA_NEVER;
+        }
+#endif
+        CHECK_EQ_INT(rota_keyed_move(R.map, key, len, ttl),
+                     km_move(&R.model, key, len, deadline));
+    } else if (r < 64) {
+        uint64_t deadline = random_deadline();
+        R.stage = "move_at";
+        CHECK_EQ_INT(rota_keyed_move_at(R.map, key, len, deadline),
+                     km_move(&R.model, key, len, deadline));
+    } else if (r < 80) {
+        R.stage = "remove";
+        CHECK_EQ_INT(rota_keyed_remove(R.map, key, len, &got),
+                     km_remove(&R.model, key, len, &want));
+        CHECK(got == want);
+    } else {
+        R.stage = "get";
+    }
+    /* The key's whole state after any operation: presence, value,
+     * deadline. */
+    uint64_t deadline = 0;
+    struct km_entry *e = km_find(&R.model, key, len);
+    CHECK_EQ_INT(rota_keyed_get(R.map, key, len, &got, &deadline), e != NULL);
+    CHECK_EQ_INT(rota_keyed_contains(R.map, key, len), e != NULL);
+    if (e != NULL) {
+        CHECK(got == e->value);
+        CHECK_EQ_U64(deadline, e->deadline);
+    }
+    CHECK_EQ_INT(rota_keyed_count(R.map), R.model.n);
+}
+
+static void on_expire(struct rota_keyed *map, const void *key, size_t len,
+                      void *value, void *arg)
+{
+    struct km_entry *e = km_find(&R.model, key, len);
+
+    (void)arg;
+    R.fired++;
+    if (e == NULL) {
+        kt_fail(__FILE__, __LINE__,
+                "op %" PRIu64 ": fired a key the "
+                "model does not hold",
+                R.ops);
+        return;
+    }
+    if (e->deadline == ROTA_NEVER || e->deadline > R.model.now)
+        kt_fail(__FILE__, __LINE__,
+                "op %" PRIu64 ": fired early: "
+                "deadline %" PRIu64 ", now %" PRIu64,
+                R.ops, e->deadline, R.model.now);
+    if (e->pass == R.model.pass && e->strict)
+        kt_fail(__FILE__, __LINE__,
+                "op %" PRIu64 ": fired in the pass "
+                "that armed it",
+                R.ops);
+    if (e->pass != R.model.pass) {
+        if (e->deadline < R.last_untouched)
+            kt_fail(__FILE__, __LINE__,
+                    "op %" PRIu64 ": out of deadline "
+                    "order",
+                    R.ops);
+        R.last_untouched = e->deadline;
+    }
+    CHECK(value == e->value);
+    CHECK(!rota_keyed_contains(map, key, len)); /* gone before the call */
+    km_remove(&R.model, key, len, NULL);
+    CHECK_EQ_INT(rota_keyed_count(map), R.model.n);
+
+    /* Use the map from inside the callback, the same key included. */
+    if (R.depth == 0 && rnd(4) == 0) {
+        R.depth++;
+        if (rnd(3) == 0) {
+            void *v = new_value();
+            uint64_t ttl = rnd(3) == 0 ? 0 : random_ttl();
+            CHECK_EQ_INT(rota_keyed_set(map, key, len, v, ttl, NULL),
+                         km_set(&R.model, key, len, v,
+                                km_deadline_in(&R.model, ttl), NULL));
+        }
+        for (int i = (int)rnd(4); i > 0; i--)
+            random_op();
+        CHECK_EQ_INT(rota_keyed_advance(map, R.model.now + 1), ROTA_EBUSY);
+        CHECK_EQ_INT(rota_keyed_destroy(map), ROTA_EBUSY);
+        R.depth--;
+    }
+}
+
+/* Entries due after a complete advance: only those (re)armed during it. */
+static void verify_nothing_due(void)
+{
+    for (size_t i = 0; i < R.model.n; i++) {
+        const struct km_entry *e = &R.model.e[i];
+        if (e->deadline <= R.model.now && e->pass != R.model.pass) {
+            kt_fail(__FILE__, __LINE__,
+                    "op %" PRIu64 ": due entry (deadline "
+                    "%" PRIu64 ", now %" PRIu64 ") left by advance",
+                    R.ops, e->deadline, R.model.now);
+            return;
+        }
+    }
+}
+
+/* Whether an entry (re)armed in this advance is due: it waits for the
+ * next call. */
+static bool rearmed_due(void)
+{
+    for (size_t i = 0; i < R.model.n; i++)
+        if (R.model.e[i].deadline <= R.model.now &&
+            R.model.e[i].pass == R.model.pass)
+            return true;
+    return false;
+}
+
+static void random_advance(void)
+{
+    uint64_t now = R.model.now, r = rnd(100);
+
+    if (r < 5)
+        now = now > 50 ? now - rnd(50) : now; /* backwards: fires nothing */
+    else if (r < 30)
+        now += rnd(2);
+    else if (r < 80)
+        now += rnd(100);
+    else if (r < 97)
+        now += rnd(5000);
+    else
+        now += rnd(400000);
+
+    bool backwards = now < R.model.now;
+    R.ops++;
+    R.stage = "advance";
+    km_begin_pass(&R.model, now);
+    R.fired = 0;
+    R.last_untouched = 0;
+    if (rnd(5) == 0) {
+        size_t max = (size_t)rnd(4), fired = 0;
+        int rc = rota_keyed_advance_max(R.map, now, max, &fired);
+        CHECK(rc == 0 || rc == 1);
+        CHECK_EQ_INT(fired, R.fired);
+        if (backwards) /* nothing fires; rc says whether any is due */
+            CHECK_EQ_INT(fired, 0);
+        else if (rc == 1 && fired < max)
+            CHECK(rearmed_due()); /* only those can stop a pass short */
+        else if (rc == 0)
+            verify_nothing_due();
+    } else {
+        int rc = rota_keyed_advance(R.map, now);
+        CHECK_EQ_INT(rc, R.fired);
+        if (backwards) /* the wheel keeps its time and fires nothing */
+            CHECK_EQ_INT(rc, 0);
+        else
+            verify_nothing_due();
+    }
+    CHECK_EQ_U64(rota_keyed_now(R.map), R.model.now);
+    CHECK_EQ_INT(rota_keyed_count(R.map), R.model.n);
+}
+
+static void on_drain(struct rota_keyed *map, const void *key, size_t len,
+                     void *value, void *arg)
+{
+    struct keyed_model *snapshot = arg;
+    void *want = NULL;
+    (void)map;
+    if (km_remove(snapshot, key, len, &want) != 1)
+        kt_fail(__FILE__, __LINE__, "drain handed back an unknown key");
+    else
+        CHECK(value == want);
+}
+
+static void drain_and_compare(void)
+{
+    R.ops++;
+    R.stage = "drain";
+    CHECK_EQ_INT(rota_keyed_drain(R.map, on_drain, &R.model), 0);
+    CHECK_EQ_INT(R.model.n, 0); /* every model entry was handed back */
+    CHECK_EQ_INT(rota_keyed_count(R.map), 0);
+    CHECK_EQ_INT(rota_wheel_count(rota_keyed_wheel(R.map)), 0);
+}
+
+static void one_run(uint64_t seed, unsigned ops)
+{
+    static const unsigned key_spaces[] = {1, 8, 64, 1000, 20000};
+    struct rota_keyed_config cfg = {.expire = on_expire};
+    unsigned char hash_seed[ROTA_KEYED_SEED_SIZE];
+
+    R = (struct run){.rng = seed};
+    R.nkeys = key_spaces[rnd(sizeof key_spaces / sizeof key_spaces[0])];
+    cfg.now = rnd(4) == 0 ? 0 : rnd(UINT64_C(1) << 40);
+    for (size_t i = 0; i < sizeof hash_seed; i++)
+        hash_seed[i] = (unsigned char)rnd(256);
+    cfg.seed = hash_seed;
+    CHECK_EQ_INT(rota_keyed_create(&R.map, &cfg), 0);
+    km_init(&R.model, cfg.now);
+    unsigned check_every = R.nkeys >= 1000 ? 97 : R.nkeys >= 64 ? 7 : 1;
+
+    for (unsigned i = 0; i < ops && h_failed == 0; i++) {
+        uint64_t r = rnd(1000);
+        if (r < 150)
+            random_advance();
+        else if (r < 152)
+            drain_and_compare();
+        else
+            random_op();
+        if (i % check_every == 0)
+            verify_check(__LINE__);
+    }
+    /* The end of time: everything with a deadline expires. */
+    R.stage = "final advance";
+    int rc;
+    do { /* again while callbacks re-arm keys */
+        km_begin_pass(&R.model, UINT64_MAX);
+        R.fired = 0;
+        R.last_untouched = 0;
+        rc = rota_keyed_advance(R.map, UINT64_MAX);
+        CHECK_EQ_INT(rc, R.fired);
+        verify_nothing_due();
+    } while (rc > 0 && h_failed == 0);
+    verify_check(__LINE__);
+    for (size_t i = 0; i < R.model.n; i++)
+        CHECK_EQ_U64(R.model.e[i].deadline, ROTA_NEVER);
+    drain_and_compare();
+    verify_check(__LINE__);
+    CHECK_EQ_INT(rota_keyed_destroy(R.map), 0);
+    km_free(&R.model);
+}
+
+/* Runs use seeds base, base + 1, ...: ROTA_SEED=<the seed a failing run
+ * printed> repeats that run first.  Stops at the first failing run. */
+static void test_random_runs(void)
+{
+    uint64_t base = h_seed();
+    unsigned runs = h_small() ? 6 : 60;
+    unsigned ops = h_small() ? 3000 : 20000;
+
+    for (unsigned r = 0; r < runs && h_failed == 0; r++) {
+        one_run(base + r, ops);
+        if (h_failed != 0)
+            fprintf(stderr, "failed: repeat with ROTA_SEED=%" PRIu64 "\n",
+                    base + r);
+    }
+    CHECK(runs > 0);
+}
+
+static const struct h_test tests[] = {
+    H_TEST(test_random_runs),
+};
+
+int main(int argc, char **argv)
+{
+    return h_main(argc, argv, tests, H_COUNT(tests));
+}

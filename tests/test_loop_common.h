@@ -1,0 +1,512 @@
+/*
+ * test_loop_common.h - the real-loop scenarios every event-loop adapter
+ * test runs (test_loop_epoll.c, test_loop_uv.c, test_loop_ev.c,
+ * test_loop_event.c).  Each test file fills a struct lt_ops with its loop's
+ * glue and calls lt_run_all().
+ *
+ * These tests run real loops with short real timers on loopback.  They check
+ * the integration, not the wheel (the core's tests do that on a fake
+ * clock): every timer fires, never before its deadline by CLOCK_MONOTONIC,
+ * and no later than one tick plus LT_SLACK_NS (the machine is shared, so the
+ * slack is generous); touches never re-arm the loop's timer; a timer armed
+ * from a callback earlier than the current arming is honoured; a timer that
+ * re-arms itself with delay 0 does not starve I/O; the loop ends by itself
+ * when the wheel is empty.
+ *
+ * Randomized delays use the seed printed at the start; set ROTA_SEED to
+ * replay one.
+ */
+#ifndef TEST_LOOP_COMMON_H
+#define TEST_LOOP_COMMON_H
+
+/* Each test file defines _GNU_SOURCE before its first include: accept4(),
+ * CLOCK_MONOTONIC and uv.h's pthread types need it under -std=c11. */
+
+#include <rota.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- harness */
+
+static int lt_failures;
+
+#define LT_CHECK(cond)                                                         \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,   \
+                    #cond);                                                    \
+            lt_failures++;                                                     \
+        }                                                                      \
+    } while (0)
+
+/* Compare two unsigned values and print both on failure. */
+#define LT_CHECK_U64(a, op, b)                                                 \
+    do {                                                                       \
+        uint64_t lt_a_ = (uint64_t)(a), lt_b_ = (uint64_t)(b);                 \
+        if (!(lt_a_ op lt_b_)) {                                               \
+            fprintf(stderr,                                                    \
+                    "%s:%d: check failed: %s %s %s (%" PRIu64 " vs %" PRIu64   \
+                    ")\n",                                                     \
+                    __FILE__, __LINE__, #a, #op, #b, lt_a_, lt_b_);            \
+            lt_failures++;                                                     \
+        }                                                                      \
+    } while (0)
+
+#define LT_MS UINT64_C(1000000)
+#define LT_SLACK_NS (300u * LT_MS) /* the real-time slack of these tests */
+
+static uint64_t lt_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t lt_rng_state;
+
+static uint64_t lt_rand(void)
+{
+    /* xorshift64* */
+    lt_rng_state ^= lt_rng_state >> 12;
+    lt_rng_state ^= lt_rng_state << 25;
+    lt_rng_state ^= lt_rng_state >> 27;
+    return lt_rng_state * 0x2545F4914F6CDD1Dull;
+}
+
+static void lt_seed(const char *name)
+{
+    const char *env = getenv("ROTA_SEED");
+    if (env != NULL)
+        lt_rng_state = (uint64_t)strtoull(env, NULL, 0);
+    else
+        lt_rng_state = lt_mono_ns() ^ (uint64_t)getpid();
+    if (lt_rng_state == 0)
+        lt_rng_state = 1;
+    printf("%s: seed %" PRIu64 " (replay with ROTA_SEED=%" PRIu64 ")\n", name,
+           lt_rng_state, lt_rng_state);
+}
+
+/* ------------------------------------------------------- the loop's glue */
+
+typedef void lt_io_fn(int fd, void *arg);
+
+struct lt_ops {
+    const char *name;
+    /* Create the loop and the adapter for `wheel` with ticks of tick_ns;
+     * the adapter initialises the wheel. */
+    void (*init)(struct rota_wheel *wheel, uint64_t tick_ns);
+    uint64_t (*deadline_after)(uint64_t delay_ns);
+    /* The adapter's sync (after arming outside the loop). */
+    void (*sync)(void);
+    /* Call fn(fd, arg) whenever fd is readable; stop that. */
+    void (*watch)(int fd, lt_io_fn *fn, void *arg);
+    void (*unwatch)(int fd);
+    /* Run the loop until nothing is left to do. */
+    void (*run)(void);
+    /* Stop the adapter and destroy the loop. */
+    void (*fini)(void);
+    uint64_t (*rearms)(void);
+    uint64_t (*wakeups)(void);
+    /* libevent: arms made in I/O callbacks need an explicit sync. */
+    bool sync_in_callbacks;
+    /* false for a loop that recomputes its timeout every turn and so has
+     * nothing to re-arm (the epoll_wait timeout): skips the re-arm checks. */
+    bool counts_rearms;
+};
+
+static const struct lt_ops *lt;
+static struct rota_wheel lt_wheel;
+
+static void lt_sync_if_needed(void)
+{
+    if (lt->sync_in_callbacks)
+        lt->sync();
+}
+
+/* -------------------------------------------------- scenario: many timers */
+
+#define LT_NTIMERS 300
+
+struct lt_timer {
+    struct rota_timer t;
+    uint64_t due_ns; /* the instant it must not fire before */
+    uint64_t fired_ns;
+    uint64_t tick_ns;
+};
+
+static struct lt_timer lt_timers[LT_NTIMERS];
+static int lt_fired;
+static uint64_t lt_max_late_ns;
+
+static void lt_on_timer(struct rota_wheel *w, struct rota_timer *t,
+                        uint64_t late)
+{
+    struct lt_timer *x = rota_container_of(t, struct lt_timer, t);
+    uint64_t now = lt_mono_ns();
+
+    (void)w;
+    (void)late;
+    x->fired_ns = now;
+    lt_fired++;
+    LT_CHECK_U64(now, >=, x->due_ns); /* never early */
+    if (now >= x->due_ns && now - x->due_ns > lt_max_late_ns)
+        lt_max_late_ns = now - x->due_ns;
+    LT_CHECK_U64(now, <=, x->due_ns + x->tick_ns + LT_SLACK_NS);
+}
+
+/* Arm `x` `delay_ns` from now: due_ns is measured before the deadline is
+ * computed, so "never early" is judged against the earliest honest start. */
+static void lt_arm_fn(struct lt_timer *x, uint64_t delay_ns, uint64_t tick_ns,
+                      rota_timer_fn *fn)
+{
+    x->due_ns = lt_mono_ns() + delay_ns;
+    x->fired_ns = 0;
+    x->tick_ns = tick_ns;
+    rota_timer_init(&x->t, fn);
+    LT_CHECK(rota_timer_arm(&lt_wheel, &x->t, lt->deadline_after(delay_ns)) ==
+             0);
+}
+
+static void lt_arm(struct lt_timer *x, uint64_t delay_ns, uint64_t tick_ns)
+{
+    lt_arm_fn(x, delay_ns, tick_ns, lt_on_timer);
+}
+
+/* 300 timers, 0-250 ms, 1 ms ticks, armed before the loop runs; the loop
+ * must end by itself once the last has fired. */
+static void lt_scenario_timers(void)
+{
+    const uint64_t tick = LT_MS;
+    lt->init(&lt_wheel, tick);
+    lt_fired = 0;
+    lt_max_late_ns = 0;
+    for (int i = 0; i < LT_NTIMERS; i++)
+        lt_arm(&lt_timers[i], lt_rand() % (250 * LT_MS), tick);
+    lt->sync();
+    uint64_t t0 = lt_mono_ns();
+    lt->run();
+    uint64_t took = lt_mono_ns() - t0;
+    LT_CHECK_U64(lt_fired, ==, LT_NTIMERS);
+    LT_CHECK_U64(rota_wheel_count(&lt_wheel), ==, 0);
+    LT_CHECK_U64(took, <, 250 * LT_MS + LT_SLACK_NS + LT_SLACK_NS);
+    /* One OS timer: wake-ups are bounded by distinct deadlines, not by
+     * timers; and each wake-up re-arms once at most. */
+    if (lt->counts_rearms)
+        LT_CHECK_U64(lt->rearms(), <=, lt->wakeups() + 1);
+    printf("%s: timers: %d fired, max lateness %.2f ms, %" PRIu64
+           " wake-ups, %" PRIu64 " re-arms\n",
+           lt->name, lt_fired, (double)lt_max_late_ns / 1e6, lt->wakeups(),
+           lt->rearms());
+    lt->fini();
+}
+
+/* ------------------------------------ scenario: earlier timer from I/O */
+
+static int lt_pair[2];
+static struct lt_timer lt_long, lt_short;
+
+static void lt_on_short(struct rota_wheel *w, struct rota_timer *t,
+                        uint64_t late)
+{
+    lt_on_timer(w, t, late);
+    /* Cancel the long one: the wheel is empty, the loop must end now. */
+    LT_CHECK(rota_timer_cancel(&lt_wheel, &lt_long.t) == 1);
+}
+
+static void lt_on_pair_readable(int fd, void *arg)
+{
+    char b[16];
+    (void)arg;
+    LT_CHECK(read(fd, b, sizeof b) == 1);
+    lt->unwatch(fd);
+    /* Earlier than the current arming (2 s): must be honoured. */
+    lt_arm_fn(&lt_short, 20 * LT_MS, LT_MS, lt_on_short);
+    lt_sync_if_needed();
+}
+
+static void lt_scenario_earlier_from_io(void)
+{
+    lt->init(&lt_wheel, LT_MS);
+    lt_fired = 0;
+    LT_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, lt_pair) == 0);
+    lt_arm(&lt_long, 2000 * LT_MS, LT_MS);
+    lt->sync();
+    lt->watch(lt_pair[0], lt_on_pair_readable, NULL);
+    LT_CHECK(write(lt_pair[1], "x", 1) == 1);
+    uint64_t t0 = lt_mono_ns();
+    lt->run();
+    uint64_t took = lt_mono_ns() - t0;
+    LT_CHECK(lt_short.fired_ns != 0);
+    LT_CHECK(lt_long.fired_ns == 0);
+    LT_CHECK_U64(took, <, 20 * LT_MS + LT_SLACK_NS); /* not 2 s */
+    printf("%s: earlier timer armed from I/O fired after %.2f ms\n", lt->name,
+           (double)(lt_short.fired_ns - (lt_short.due_ns - 20 * LT_MS)) / 1e6);
+    close(lt_pair[0]);
+    close(lt_pair[1]);
+    lt->fini();
+}
+
+/* ------------------------------ scenario: delay 0 re-arm vs I/O fairness */
+
+static struct rota_timer lt_spin;
+static int lt_spins, lt_spins_at_io;
+static bool lt_io_seen;
+
+static void lt_on_spin(struct rota_wheel *w, struct rota_timer *t,
+                       uint64_t late)
+{
+    (void)late;
+    lt_spins++;
+    if (!lt_io_seen && lt_spins < 1000)
+        rota_timer_arm(w, t, rota_wheel_now(w)); /* due at once, again */
+}
+
+static void lt_on_spin_io(int fd, void *arg)
+{
+    char b[16];
+    (void)arg;
+    LT_CHECK(read(fd, b, sizeof b) == 1);
+    lt->unwatch(fd);
+    lt_io_seen = true;
+    lt_spins_at_io = lt_spins;
+}
+
+static void lt_scenario_zero_delay(void)
+{
+    lt->init(&lt_wheel, LT_MS);
+    lt_spins = 0;
+    lt_spins_at_io = -1;
+    lt_io_seen = false;
+    LT_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, lt_pair) == 0);
+    rota_timer_init(&lt_spin, lt_on_spin);
+    LT_CHECK(rota_timer_arm(&lt_wheel, &lt_spin, rota_wheel_now(&lt_wheel)) ==
+             0);
+    lt->sync();
+    lt->watch(lt_pair[0], lt_on_spin_io, NULL);
+    LT_CHECK(write(lt_pair[1], "x", 1) == 1);
+    lt->run();
+    /* The loop polled between re-arms: I/O was seen long before 1000. */
+    LT_CHECK(lt_io_seen);
+    LT_CHECK(lt_spins_at_io >= 0 && lt_spins_at_io < 50);
+    printf("%s: a delay-0 timer re-armed %d time(s) before I/O ran\n", lt->name,
+           lt_spins_at_io);
+    close(lt_pair[0]);
+    close(lt_pair[1]);
+    lt->fini();
+}
+
+/* ------------------------------------- scenario: idle kicks on loopback */
+
+#define LT_CONNS 20
+#define LT_IDLE_NS (200u * LT_MS)
+#define LT_KICK_TICK_NS (10u * LT_MS)
+#define LT_CHAT_NS (40u * LT_MS)
+#define LT_RUN_NS (900u * LT_MS)
+
+struct lt_conn {
+    struct rota_timer idle; /* server side: kicks when silent */
+    struct rota_timer chat; /* client side: chatty writes */
+    int server_fd, client_fd;
+    bool chatty;
+    uint64_t last_write_ns;
+    uint64_t kicked_ns;
+};
+
+static struct lt_conn lt_conns[LT_CONNS];
+static struct rota_timer lt_stop;
+static uint64_t lt_touches;
+
+static void lt_on_idle(struct rota_wheel *w, struct rota_timer *t,
+                       uint64_t late)
+{
+    struct lt_conn *c = rota_container_of(t, struct lt_conn, idle);
+    (void)w;
+    (void)late;
+    c->kicked_ns = lt_mono_ns();
+    lt->unwatch(c->server_fd);
+    close(c->server_fd);
+    c->server_fd = -1;
+}
+
+static void lt_on_chat(struct rota_wheel *w, struct rota_timer *t,
+                       uint64_t late)
+{
+    struct lt_conn *c = rota_container_of(t, struct lt_conn, chat);
+    (void)w;
+    (void)late;
+    c->last_write_ns = lt_mono_ns();
+    LT_CHECK(write(c->client_fd, "c", 1) == 1);
+}
+
+static void lt_on_server_readable(int fd, void *arg)
+{
+    struct lt_conn *c = arg;
+    char b[256];
+    ssize_t n = read(fd, b, sizeof b);
+    if (n > 0) {
+        /* Touch on every read: must never re-arm the loop's timer. */
+        LT_CHECK(rota_timer_touch(&lt_wheel, &c->idle,
+                                  lt->deadline_after(LT_IDLE_NS)) == 0);
+        lt_touches++;
+    }
+}
+
+static void lt_on_stop(struct rota_wheel *w, struct rota_timer *t,
+                       uint64_t late)
+{
+    (void)t;
+    (void)late;
+    for (int i = 0; i < LT_CONNS; i++) {
+        struct lt_conn *c = &lt_conns[i];
+        rota_timer_cancel(w, &c->chat);
+        if (c->server_fd >= 0) {
+            rota_timer_cancel(w, &c->idle);
+            lt->unwatch(c->server_fd);
+            close(c->server_fd);
+            c->server_fd = -1;
+        }
+        close(c->client_fd);
+    }
+}
+
+static void lt_scenario_idle_kicks(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t alen = sizeof a;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    LT_CHECK(ls >= 0);
+    LT_CHECK(bind(ls, (struct sockaddr *)&a, sizeof a) == 0);
+    LT_CHECK(listen(ls, 64) == 0);
+    LT_CHECK(getsockname(ls, (struct sockaddr *)&a, &alen) == 0);
+
+    lt->init(&lt_wheel, LT_KICK_TICK_NS);
+    lt_touches = 0;
+    for (int i = 0; i < LT_CONNS; i++) {
+        struct lt_conn *c = &lt_conns[i];
+        c->chatty = i % 2 == 0;
+        c->kicked_ns = 0;
+        c->client_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        LT_CHECK(c->client_fd >= 0);
+        LT_CHECK(connect(c->client_fd, (struct sockaddr *)&a, sizeof a) == 0);
+        c->server_fd = accept4(ls, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        LT_CHECK(c->server_fd >= 0);
+        rota_timer_init(&c->idle, lt_on_idle);
+        rota_timer_init(&c->chat, lt_on_chat);
+        LT_CHECK(rota_timer_arm(&lt_wheel, &c->idle,
+                                lt->deadline_after(LT_IDLE_NS)) == 0);
+        lt->watch(c->server_fd, lt_on_server_readable, c);
+        c->last_write_ns = lt_mono_ns();
+        LT_CHECK(write(c->client_fd, "h", 1) == 1);
+        if (c->chatty) {
+            uint64_t first = lt->deadline_after(LT_CHAT_NS);
+            LT_CHECK(rota_timer_arm_periodic(&lt_wheel, &c->chat, first,
+                                             LT_CHAT_NS / LT_KICK_TICK_NS,
+                                             ROTA_MISSED_SKIP) == 0);
+        }
+    }
+    close(ls);
+    rota_timer_init(&lt_stop, lt_on_stop);
+    LT_CHECK(rota_timer_arm(&lt_wheel, &lt_stop,
+                            lt->deadline_after(LT_RUN_NS)) == 0);
+    lt->sync();
+    lt->run();
+
+    uint64_t worst = 0;
+    for (int i = 0; i < LT_CONNS; i++) {
+        struct lt_conn *c = &lt_conns[i];
+        if (c->chatty) {
+            LT_CHECK(c->kicked_ns == 0); /* never kicked while chatty */
+            continue;
+        }
+        LT_CHECK(c->kicked_ns != 0);
+        if (c->kicked_ns == 0)
+            continue;
+        uint64_t after = c->kicked_ns - c->last_write_ns;
+        LT_CHECK_U64(after, >=, LT_IDLE_NS);
+        LT_CHECK_U64(after, <=, LT_IDLE_NS + LT_KICK_TICK_NS + LT_SLACK_NS);
+        if (after > worst)
+            worst = after;
+    }
+    LT_CHECK_U64(lt_touches, >=, LT_CONNS); /* at least the hellos */
+    /* Touches did not re-arm: at most one arming per wake-up, plus the
+     * first. */
+    if (lt->counts_rearms) {
+        LT_CHECK_U64(lt->rearms(), <=, lt->wakeups() + 1);
+        LT_CHECK_U64(lt->rearms(), <, lt_touches);
+    }
+    printf("%s: idle kicks: %" PRIu64 " touches, %" PRIu64 " re-arms, %" PRIu64
+           " wake-ups, slowest kick %.1f ms after the last byte\n",
+           lt->name, lt_touches, lt->rearms(), lt->wakeups(),
+           (double)worst / 1e6);
+    lt->fini();
+}
+
+/* ---------------------------------------------- scenario: sync is lazy */
+
+static struct lt_timer lt_many[100];
+
+/* Without running the loop: arms later than the current arming, touches
+ * and cancels never re-arm; an earlier arm does, once. */
+static void lt_scenario_sync_rule(void)
+{
+    lt->init(&lt_wheel, LT_MS);
+    uint64_t base = lt->rearms();
+    for (int i = 0; i < 100; i++)
+        lt_arm(&lt_many[i], (uint64_t)(1000 + i) * LT_MS, LT_MS);
+    lt->sync();
+    LT_CHECK_U64(lt->rearms(), ==, base + 1);
+    for (int i = 0; i < 100; i++)
+        LT_CHECK(rota_timer_touch(&lt_wheel, &lt_many[i].t,
+                                  lt->deadline_after(5000 * LT_MS)) == 0);
+    lt->sync();
+    for (int i = 50; i < 100; i++)
+        LT_CHECK(rota_timer_cancel(&lt_wheel, &lt_many[i].t) == 1);
+    lt->sync();
+    LT_CHECK_U64(lt->rearms(), ==, base + 1);
+    LT_CHECK(rota_timer_arm(&lt_wheel, &lt_many[50].t,
+                            lt->deadline_after(10 * LT_MS)) == 0);
+    lt->sync();
+    lt->sync();
+    LT_CHECK_U64(lt->rearms(), ==, base + 2);
+    for (int i = 0; i < 51; i++)
+        rota_timer_cancel(&lt_wheel, &lt_many[i].t);
+    LT_CHECK_U64(rota_wheel_count(&lt_wheel), ==, 0);
+    lt->run(); /* one wake-up that finds nothing, then the loop ends */
+    LT_CHECK_U64(lt->rearms(), ==, base + 2);
+    lt->fini();
+}
+
+/* Run every scenario with `ops`; returns the process exit status. */
+static int lt_run_all(const struct lt_ops *ops)
+{
+    lt = ops;
+    lt_seed(ops->name);
+    if (ops->counts_rearms)
+        lt_scenario_sync_rule();
+    lt_scenario_timers();
+    lt_scenario_earlier_from_io();
+    lt_scenario_zero_delay();
+    lt_scenario_idle_kicks();
+    if (lt_failures != 0) {
+        printf("%s: %d check(s) failed\n", ops->name, lt_failures);
+        return 1;
+    }
+    printf("%s: all scenarios passed\n", ops->name);
+    return 0;
+}
+
+#endif /* TEST_LOOP_COMMON_H */

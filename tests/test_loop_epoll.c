@@ -1,0 +1,306 @@
+/*
+ * test_loop_epoll.c - rota/epoll.h: the timeout's rounding as a pure
+ * function, the bookkeeping of struct rota_epoll (when it re-arms and when
+ * it must not), a coarse clock with a timerfd, and the shared real-loop
+ * scenarios (test_loop_common.h) on a minimal epoll loop driven both ways:
+ * by the epoll_wait() timeout and by a timerfd.
+ */
+#define _GNU_SOURCE
+#include <rota/epoll.h>
+
+#include <limits.h>
+#include <poll.h>
+#include <sys/epoll.h>
+
+#include "test_loop_common.h"
+
+/* ------------------------------------------------- pure: the timeout */
+
+static void test_timeout_rounding(void)
+{
+    struct rota_wheel w;
+    struct rota_timer t;
+    const uint64_t ms = 1000000u;
+
+    rota_wheel_init(&w, 0);
+    rota_timer_init(&t, NULL);
+    LT_CHECK(rota_epoll_timeout_at(NULL, 0, ms) == ROTA_EINVAL);
+    LT_CHECK(rota_epoll_timeout_at(&w, 0, 0) == ROTA_EINVAL);
+    LT_CHECK(rota_epoll_timeout(NULL, NULL) == ROTA_EINVAL);
+    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == -1); /* empty: forever */
+
+    /* 1 ms ticks, deadline 5 ms. */
+    LT_CHECK(rota_timer_arm(&w, &t, 5) == 0);
+    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == 5);
+    LT_CHECK(rota_epoll_timeout_at(&w, 4200000u, ms) == 1); /* 0.8 -> 1 */
+    LT_CHECK(rota_epoll_timeout_at(&w, 4999999u, ms) == 1); /* never 0 early */
+    LT_CHECK(rota_epoll_timeout_at(&w, 5000000u, ms) == 0); /* due */
+    LT_CHECK(rota_epoll_timeout_at(&w, 9000000u, ms) == 0); /* overdue */
+
+    /* 100 ms ticks: deadline 3 = 300 ms; rounded from ns, not ticks. */
+    LT_CHECK(rota_epoll_timeout_at(&w, 0, 100 * ms) == 500);
+    rota_timer_arm(&w, &t, 3);
+    LT_CHECK(rota_epoll_timeout_at(&w, 250000100u, 100 * ms) == 50);
+    LT_CHECK(rota_epoll_timeout_at(&w, 299999999u, 100 * ms) == 1);
+
+    /* 1 s ticks: deadline 2 s, half a second left. */
+    rota_timer_arm(&w, &t, 2);
+    LT_CHECK(rota_epoll_timeout_at(&w, 1500000000u, 1000 * ms) == 500);
+
+    /* Far deadlines clamp; ticks * tick_ns overflowing saturates. */
+    rota_timer_arm(&w, &t, ROTA_MAX_DEADLINE);
+    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == INT_MAX);
+    LT_CHECK(rota_epoll_timeout_at(&w, 0, 1) == INT_MAX);
+    rota_timer_arm(&w, &t, (uint64_t)INT_MAX + 10);
+    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == INT_MAX);
+
+    /* Touch later: the timeout follows (it is recomputed every turn). */
+    rota_timer_arm(&w, &t, 10);
+    LT_CHECK(rota_timer_touch(&w, &t, 40) == 0);
+    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == 40);
+    rota_timer_cancel(&w, &t);
+    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == -1);
+}
+
+/* ------------------------------------- struct rota_epoll: bookkeeping */
+
+static void test_epoll_object(unsigned flags)
+{
+    struct rota_clock clk;
+    struct rota_wheel w;
+    struct rota_epoll et;
+    struct rota_timer t[3];
+    bool tfd = flags & ROTA_EPOLL_TIMERFD;
+
+    LT_CHECK(rota_epoll_init(NULL, NULL, NULL, 0) == ROTA_EINVAL);
+    LT_CHECK(rota_epoll_init(&et, NULL, NULL, flags) == ROTA_EINVAL);
+    LT_CHECK(rota_epoll_fd(&et) == -1);
+    rota_epoll_close(&et); /* a no-op after a failed init */
+    LT_CHECK(rota_epoll_wait_ms(NULL) == ROTA_EINVAL);
+    LT_CHECK(rota_epoll_dispatch(NULL) == ROTA_EINVAL);
+
+    LT_CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    rota_wheel_init(&w, rota_clock_now(&clk));
+    LT_CHECK(rota_epoll_init(&et, &w, &clk, 99) == ROTA_EINVAL);
+    LT_CHECK(rota_epoll_init(&et, &w, &clk, flags) == 0);
+    LT_CHECK(tfd ? rota_epoll_fd(&et) >= 0 : rota_epoll_fd(&et) == -1);
+    LT_CHECK(rota_epoll_armed(&et) == ROTA_NEVER);
+    LT_CHECK(rota_epoll_wait_ms(&et) == -1); /* empty: wait forever */
+    LT_CHECK(rota_epoll_dispatch(&et) == 0);
+    LT_CHECK_U64(rota_epoll_rearms(&et), ==, 0);
+
+    /* An arm is noticed by the next wait; later arms, touches and cancels
+     * change nothing; an earlier arm re-arms once. */
+    for (int i = 0; i < 3; i++)
+        rota_timer_init(&t[i], NULL);
+    uint64_t d = rota_clock_deadline_after(&clk, 60000 * LT_MS);
+    LT_CHECK(rota_timer_arm(&w, &t[0], d) == 0);
+    int ms = rota_epoll_wait_ms(&et);
+    LT_CHECK(tfd ? ms == -1 : (ms > 59000 && ms <= 60001));
+    LT_CHECK(rota_epoll_armed(&et) == d);
+    LT_CHECK_U64(rota_epoll_rearms(&et), ==, 1);
+    LT_CHECK(rota_timer_arm(&w, &t[1], d + 5000) == 0);
+    LT_CHECK(rota_timer_touch(&w, &t[0], d + 9000) == 0);
+    LT_CHECK(rota_epoll_sync(&et) == 0);
+    rota_epoll_wait_ms(&et);
+    LT_CHECK(rota_timer_cancel(&w, &t[1]) == 1);
+    rota_epoll_wait_ms(&et);
+    LT_CHECK_U64(rota_epoll_rearms(&et), ==, 1);
+    LT_CHECK(rota_epoll_armed(&et) == d); /* stale but harmless: early */
+    LT_CHECK(rota_timer_arm(&w, &t[2], d - 30000) == 0);
+    LT_CHECK(rota_epoll_sync(&et) == 1);
+    LT_CHECK(rota_epoll_sync(&et) == 0);
+    LT_CHECK(rota_epoll_armed(&et) == d - 30000);
+    LT_CHECK_U64(rota_epoll_rearms(&et), ==, 2);
+    /* A dispatch before the armed deadline is a no-op. */
+    LT_CHECK(rota_epoll_dispatch(&et) == 0);
+    LT_CHECK_U64(rota_epoll_wakeups(&et), ==, 0);
+    rota_timer_cancel(&w, &t[0]);
+    rota_timer_cancel(&w, &t[2]);
+
+    rota_epoll_close(&et);
+    LT_CHECK(rota_epoll_fd(&et) == -1);
+    rota_epoll_close(&et); /* twice is fine */
+}
+
+/* With CLOCK_MONOTONIC_COARSE the clock may not have reached the deadline
+ * when the timerfd fires; dispatch must still fire the timer (no spinning
+ * until the coarse clock catches up).  Repeated to catch the lag. */
+static int coarse_fired;
+
+static void on_coarse(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
+{
+    (void)w;
+    (void)t;
+    (void)late;
+    coarse_fired++;
+}
+
+static void test_timerfd_coarse(void)
+{
+    struct rota_clock clk;
+    struct rota_wheel w;
+    struct rota_epoll et;
+    struct rota_timer t;
+
+    if (rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC_COARSE, LT_MS / 10) != 0) {
+        printf("epoll: no CLOCK_MONOTONIC_COARSE, coarse test skipped\n");
+        return;
+    }
+    rota_wheel_init(&w, rota_clock_now(&clk));
+    LT_CHECK(rota_epoll_init(&et, &w, &clk, ROTA_EPOLL_TIMERFD) == 0);
+    rota_timer_init(&t, on_coarse);
+    coarse_fired = 0;
+    int dispatches = 0;
+    for (int round = 0; round < 20; round++) {
+        /* A coarse clock's "now" lags the real one: judge by its own. */
+        uint64_t due = rota_clock_now_ns(&clk) + 3 * LT_MS;
+        LT_CHECK(rota_timer_arm(
+                     &w, &t, rota_clock_deadline_after(&clk, 3 * LT_MS)) == 0);
+        LT_CHECK(rota_epoll_wait_ms(&et) == -1);
+        struct pollfd pf = {.fd = rota_epoll_fd(&et), .events = POLLIN};
+        int before = coarse_fired;
+        while (coarse_fired == before && dispatches < 1000) {
+            LT_CHECK(poll(&pf, 1, 1000) == 1);
+            LT_CHECK(rota_epoll_dispatch(&et) >= 0);
+            dispatches++;
+        }
+        LT_CHECK_U64(lt_mono_ns(), >=, due);
+    }
+    LT_CHECK(coarse_fired == 20);
+    LT_CHECK_U64(dispatches, ==, 20); /* one wake-up each, no spinning */
+    rota_epoll_close(&et);
+}
+
+/* -------------------------------------------- a minimal epoll loop */
+
+#define MAX_FD 1024
+
+static int ep = -1;
+static unsigned et_flags;
+static struct rota_clock clk;
+static struct rota_epoll et;
+static int nwatched;
+
+static struct {
+    lt_io_fn *fn;
+    void *arg;
+} watches[MAX_FD];
+
+static void e_init(struct rota_wheel *wheel, uint64_t tick_ns)
+{
+    ep = epoll_create1(EPOLL_CLOEXEC);
+    LT_CHECK(ep >= 0);
+    LT_CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, tick_ns) == 0);
+    rota_wheel_init(wheel, rota_clock_now(&clk));
+    nwatched = 0;
+    LT_CHECK(rota_epoll_init(&et, wheel, &clk, et_flags) == 0);
+    if (rota_epoll_fd(&et) >= 0) {
+        struct epoll_event ev = {.events = EPOLLIN,
+                                 .data.fd = rota_epoll_fd(&et)};
+        LT_CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, rota_epoll_fd(&et), &ev) == 0);
+    }
+}
+
+static uint64_t e_deadline_after(uint64_t delay_ns)
+{
+    return rota_clock_deadline_after(&clk, delay_ns);
+}
+
+static void e_sync(void)
+{
+    LT_CHECK(rota_epoll_sync(&et) >= 0);
+}
+
+static void e_watch(int fd, lt_io_fn *fn, void *arg)
+{
+    LT_CHECK(fd >= 0 && fd < MAX_FD);
+    watches[fd].fn = fn;
+    watches[fd].arg = arg;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+    LT_CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
+    nwatched++;
+}
+
+static void e_unwatch(int fd)
+{
+    epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+    watches[fd].fn = NULL;
+    nwatched--;
+}
+
+/* The loop of the header's example: runs while anything is watched or the
+ * wheel will wake it; bounded in time. */
+static void e_run(void)
+{
+    struct epoll_event evs[64];
+    uint64_t give_up = lt_mono_ns() + 10000 * LT_MS;
+    bool tfd = rota_epoll_fd(&et) >= 0;
+
+    for (;;) {
+        int timeout = rota_epoll_wait_ms(&et);
+        if ((nwatched == 0 && rota_epoll_armed(&et) == ROTA_NEVER) ||
+            lt_mono_ns() >= give_up)
+            break;
+        if (timeout < 0 || timeout > 1000)
+            timeout = 1000; /* the time bound above */
+        int n = epoll_wait(ep, evs, 64, timeout);
+        bool timer_ready = false;
+        for (int i = 0; i < n; i++) {
+            int fd = evs[i].data.fd;
+            if (tfd && fd == rota_epoll_fd(&et))
+                timer_ready = true; /* after the I/O: see the server */
+            else if (watches[fd].fn != NULL)
+                watches[fd].fn(fd, watches[fd].arg);
+        }
+        if (!tfd || timer_ready)
+            LT_CHECK(rota_epoll_dispatch(&et) >= 0);
+    }
+    LT_CHECK(lt_mono_ns() < give_up);
+}
+
+static void e_fini(void)
+{
+    rota_epoll_close(&et);
+    close(ep);
+}
+
+static uint64_t e_rearms(void)
+{
+    return rota_epoll_rearms(&et);
+}
+
+static uint64_t e_wakeups(void)
+{
+    return rota_epoll_wakeups(&et);
+}
+
+int main(void)
+{
+    test_timeout_rounding();
+    test_epoll_object(0);
+    test_epoll_object(ROTA_EPOLL_TIMERFD);
+    test_timerfd_coarse();
+
+    struct lt_ops ops = {
+        .name = "epoll-timeout",
+        .init = e_init,
+        .deadline_after = e_deadline_after,
+        .sync = e_sync,
+        .watch = e_watch,
+        .unwatch = e_unwatch,
+        .run = e_run,
+        .fini = e_fini,
+        .rearms = e_rearms,
+        .wakeups = e_wakeups,
+        .sync_in_callbacks = false,
+        .counts_rearms = true,
+    };
+    et_flags = 0;
+    int rc = lt_run_all(&ops);
+
+    ops.name = "epoll-timerfd";
+    et_flags = ROTA_EPOLL_TIMERFD;
+    rc |= lt_run_all(&ops);
+    return rc;
+}

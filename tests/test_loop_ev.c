@@ -1,0 +1,120 @@
+/*
+ * test_loop_ev.c - rota/ev.h on a real libev loop: the shared scenarios of
+ * test_loop_common.h, with ev_io watching the descriptors.
+ */
+#define _GNU_SOURCE /* accept4, CLOCK_MONOTONIC under -std=c11 */
+#include <rota/ev.h>
+
+#include "test_loop_common.h"
+
+#define MAX_FD 1024
+
+struct watch {
+    ev_io io;
+    lt_io_fn *fn;
+    void *arg;
+};
+
+static struct ev_loop *loop;
+static struct rota_ev rw;
+static struct watch *watches[MAX_FD];
+
+static void v_init(struct rota_wheel *wheel, uint64_t tick_ns)
+{
+    loop = ev_loop_new(EVFLAG_AUTO);
+    LT_CHECK(loop != NULL);
+    LT_CHECK(rota_ev_init(&rw, loop, wheel, tick_ns) == 0);
+}
+
+static uint64_t v_deadline_after(uint64_t delay_ns)
+{
+    return rota_ev_deadline_after(&rw, delay_ns);
+}
+
+static void v_sync(void)
+{
+    LT_CHECK(rota_ev_sync(&rw) >= 0);
+}
+
+static void on_io(struct ev_loop *l, ev_io *io, int revents)
+{
+    struct watch *w = rota_container_of(io, struct watch, io);
+    (void)l;
+    (void)revents;
+    w->fn(io->fd, w->arg);
+}
+
+static void v_watch(int fd, lt_io_fn *fn, void *arg)
+{
+    struct watch *w = calloc(1, sizeof *w);
+    LT_CHECK(w != NULL && fd >= 0 && fd < MAX_FD);
+    w->fn = fn;
+    w->arg = arg;
+    ev_io_init(&w->io, on_io, fd, EV_READ);
+    ev_io_start(loop, &w->io);
+    watches[fd] = w;
+}
+
+static void v_unwatch(int fd)
+{
+    struct watch *w = watches[fd];
+    watches[fd] = NULL;
+    ev_io_stop(loop, &w->io);
+    free(w);
+}
+
+static void v_run(void)
+{
+    ev_run(loop, 0);
+}
+
+static void v_fini(void)
+{
+    rota_ev_stop(&rw);
+    ev_loop_destroy(loop);
+    loop = NULL;
+}
+
+static uint64_t v_rearms(void)
+{
+    return rota_ev_rearms(&rw);
+}
+
+static uint64_t v_wakeups(void)
+{
+    return rota_ev_wakeups(&rw);
+}
+
+static void test_lifetime(void)
+{
+    struct rota_wheel wheel;
+    LT_CHECK(rota_ev_init(NULL, NULL, &wheel, 1) == ROTA_EINVAL);
+    loop = ev_loop_new(EVFLAG_AUTO);
+    LT_CHECK(rota_ev_init(&rw, loop, &wheel, 0) == ROTA_EINVAL);
+    LT_CHECK(rota_ev_sync(&rw) == ROTA_EINVAL); /* never started */
+    LT_CHECK(rota_ev_init(&rw, loop, &wheel, LT_MS) == 0);
+    LT_CHECK(rota_ev_sync(&rw) == 0);
+    LT_CHECK(ev_run(loop, 0) == 0); /* nothing keeps it alive */
+    v_fini();
+    rota_ev_stop(&rw); /* twice is fine */
+}
+
+int main(void)
+{
+    test_lifetime();
+    struct lt_ops ops = {
+        .name = "libev",
+        .init = v_init,
+        .deadline_after = v_deadline_after,
+        .sync = v_sync,
+        .watch = v_watch,
+        .unwatch = v_unwatch,
+        .run = v_run,
+        .fini = v_fini,
+        .rearms = v_rearms,
+        .wakeups = v_wakeups,
+        .sync_in_callbacks = false,
+        .counts_rearms = true,
+    };
+    return lt_run_all(&ops);
+}

@@ -1,0 +1,130 @@
+/*
+ * test_loop_uv.c - rota/uv.h on a real libuv loop: the shared scenarios of
+ * test_loop_common.h (timers never early, earlier arms from I/O honoured,
+ * delay-0 re-arms do not starve I/O, idle kicks on loopback, touches never
+ * re-arm), with uv_poll_t watching the descriptors.
+ */
+#define _GNU_SOURCE /* uv.h needs pthread types under -std=c11 */
+#include <rota/uv.h>
+
+#include "test_loop_common.h"
+
+#define MAX_FD 1024
+
+struct watch {
+    uv_poll_t h;
+    lt_io_fn *fn;
+    void *arg;
+    int fd;
+};
+
+static uv_loop_t loop;
+static struct rota_uv rw;
+static struct watch *watches[MAX_FD];
+
+static void u_init(struct rota_wheel *wheel, uint64_t tick_ns)
+{
+    LT_CHECK(uv_loop_init(&loop) == 0);
+    LT_CHECK(rota_uv_init(&rw, &loop, wheel, tick_ns) == 0);
+}
+
+static uint64_t u_deadline_after(uint64_t delay_ns)
+{
+    return rota_uv_deadline_after(&rw, delay_ns);
+}
+
+static void u_sync(void)
+{
+    LT_CHECK(rota_uv_sync(&rw) >= 0);
+}
+
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+    struct watch *w = h->data;
+    (void)status;
+    (void)events;
+    w->fn(w->fd, w->arg);
+}
+
+static void u_watch(int fd, lt_io_fn *fn, void *arg)
+{
+    struct watch *w = calloc(1, sizeof *w);
+    LT_CHECK(w != NULL && fd >= 0 && fd < MAX_FD);
+    w->fn = fn;
+    w->arg = arg;
+    w->fd = fd;
+    LT_CHECK(uv_poll_init(&loop, &w->h, fd) == 0);
+    w->h.data = w;
+    LT_CHECK(uv_poll_start(&w->h, UV_READABLE, on_poll) == 0);
+    watches[fd] = w;
+}
+
+static void free_watch(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void u_unwatch(int fd)
+{
+    struct watch *w = watches[fd];
+    watches[fd] = NULL;
+    uv_poll_stop(&w->h); /* before the caller closes the descriptor */
+    uv_close((uv_handle_t *)&w->h, free_watch);
+}
+
+static void u_run(void)
+{
+    uv_run(&loop, UV_RUN_DEFAULT);
+}
+
+static void u_fini(void)
+{
+    rota_uv_close(&rw, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT); /* runs the close callbacks */
+    LT_CHECK(uv_loop_close(&loop) == 0);
+}
+
+static uint64_t u_rearms(void)
+{
+    return rota_uv_rearms(&rw);
+}
+
+static uint64_t u_wakeups(void)
+{
+    return rota_uv_wakeups(&rw);
+}
+
+/* A wheel with nothing pending keeps no loop alive; close works before any
+ * run. */
+static void test_lifetime(void)
+{
+    struct rota_wheel wheel;
+    LT_CHECK(rota_uv_init(NULL, &loop, &wheel, 1) == ROTA_EINVAL);
+    LT_CHECK(uv_loop_init(&loop) == 0);
+    LT_CHECK(rota_uv_init(&rw, &loop, &wheel, 0) == ROTA_EINVAL);
+    LT_CHECK(rota_uv_init(&rw, &loop, &wheel, LT_MS) == 0);
+    LT_CHECK(rota_uv_sync(&rw) == 0);
+    LT_CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0); /* returns at once */
+    LT_CHECK(rota_uv_now(&rw) == uv_now(&loop));  /* 1 ms ticks */
+    u_fini();
+}
+
+int main(void)
+{
+    test_lifetime();
+    struct lt_ops ops = {
+        .name = "libuv",
+        .init = u_init,
+        .deadline_after = u_deadline_after,
+        .sync = u_sync,
+        .watch = u_watch,
+        .unwatch = u_unwatch,
+        .run = u_run,
+        .fini = u_fini,
+        .rearms = u_rearms,
+        .wakeups = u_wakeups,
+        .sync_in_callbacks = false,
+        .counts_rearms = true,
+    };
+    return lt_run_all(&ops);
+}

@@ -1,0 +1,1204 @@
+/*
+ * test_service.c - deterministic tests of rota/service.h on the manual
+ * clock: every operation, every outcome of try_cancel (a latch holds a
+ * callback to reach "running"), the cancel contract, the Apollo race
+ * (a cancelled timer queued for a worker never runs), stale handles,
+ * periodic schedules and missed-tick policies, the pending cap, stop's
+ * hand-back, the service thread's sleeping, memory and the invariant
+ * checker (including a planted fault that it must catch).
+ *
+ * Time moves only when a test moves it; rota_service_sync() then waits
+ * until the service thread has fired everything due.  Two tests use the
+ * real clock to show that an idle service does not wake up; they check
+ * upper bounds only.
+ */
+#include "test_service_common.h"
+
+#include "../src/service_internal.h" /* the planted-fault test only */
+
+#define T0 (1000 * ST_S) /* the manual clock's start */
+
+/* ------------------------------------------------------------- fixture */
+
+struct fix {
+    struct rota_manual_clock *mc;
+    struct rota_service *svc;
+    struct st_alloc alloc;
+    struct rota_service_allocator allocator;
+};
+
+static void fix_init_cfg(struct fix *f, struct rota_service_config cfg)
+{
+    struct rota_service_clock clock;
+    CHECK_EQ_INT(rota_manual_clock_create(&f->mc, T0), 0);
+    rota_manual_clock_bind(f->mc, &clock);
+    f->allocator = st_allocator(&f->alloc);
+    cfg.clock = &clock;
+    cfg.allocator = &f->allocator;
+    f->svc = NULL;
+    CHECK_EQ_INT(rota_service_create(&f->svc, &cfg), 0);
+}
+
+static void fix_init(struct fix *f, unsigned workers)
+{
+    fix_init_cfg(f, (struct rota_service_config){.workers = workers});
+}
+
+static void fix_fini(struct fix *f)
+{
+    const char *why = NULL;
+    int rc = rota_service_check(f->svc, &why);
+    if (rc != 0)
+        fprintf(stderr, "  check: %s\n", why ? why : "?");
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(rota_service_destroy(f->svc), 0);
+    CHECK_EQ_INT(atomic_load(&f->alloc.bytes), 0); /* memory back to baseline */
+    CHECK_EQ_INT(atomic_load(&f->alloc.blocks), 0);
+    rota_manual_clock_destroy(f->mc);
+}
+
+/* Move the clock and wait until everything due has fired. */
+static void advance(struct fix *f, uint64_t ns)
+{
+    rota_manual_clock_advance(f->mc, ns);
+    CHECK_EQ_INT(rota_service_sync(f->svc), 0);
+}
+
+static struct rota_service_stats stats_of(struct fix *f)
+{
+    struct rota_service_stats st;
+    rota_service_stats(f->svc, &st);
+    return st;
+}
+
+/* ---------------------------------------------------- a probe callback */
+
+#define PROBE_RUNS 32
+
+struct probe {
+    int id;
+    atomic_int runs;
+    atomic_int entered;
+    atomic_int inside;
+    atomic_int max_inside;
+    struct st_latch *latch; /* when set, the callback waits on it */
+    uint64_t deadline[PROBE_RUNS];
+    uint64_t late[PROBE_RUNS];
+    struct rota_service_handle handle[PROBE_RUNS];
+    /* Optional action, run inside the callback. */
+    void (*action)(struct rota_service *svc, struct probe *p,
+                   const struct rota_service_event *ev);
+    int rc;
+    struct rota_service_handle other;
+    int *order; /* when set, ids are appended to it */
+    atomic_int *order_n;
+};
+
+static void probe_fn(struct rota_service *svc,
+                     const struct rota_service_event *ev)
+{
+    struct probe *p = ev->arg;
+    int k = atomic_fetch_add(&p->runs, 1);
+    int in = atomic_fetch_add(&p->inside, 1) + 1;
+    if (in > atomic_load(&p->max_inside))
+        atomic_store(&p->max_inside, in);
+    if (k < PROBE_RUNS) {
+        p->deadline[k] = ev->deadline_ns;
+        p->late[k] = ev->late_ns;
+        p->handle[k] = ev->timer;
+    }
+    if (p->order != NULL)
+        p->order[atomic_fetch_add(p->order_n, 1)] = p->id;
+    if (p->action != NULL)
+        p->action(svc, p, ev);
+    atomic_store(&p->entered, 1);
+    if (p->latch != NULL)
+        st_latch_wait(p->latch);
+    atomic_fetch_sub(&p->inside, 1);
+}
+
+static bool same(struct rota_service_handle a, struct rota_service_handle b)
+{
+    return a.index == b.index && a.generation == b.generation;
+}
+
+/* --------------------------------------------------------------- tests */
+
+static void test_create_errors(void)
+{
+    struct rota_service *svc = (void *)1;
+    struct rota_service_config cfg = {0};
+    struct rota_service_clock half = {0};
+    struct rota_service_allocator bad = {0};
+
+    CHECK_EQ_INT(rota_service_create(NULL, NULL), ROTA_EINVAL);
+    cfg.workers = ROTA_SERVICE_MAX_WORKERS + 1;
+    CHECK_EQ_INT(rota_service_create(&svc, &cfg), ROTA_EINVAL);
+    CHECK(svc == NULL);
+    cfg = (struct rota_service_config){.clock = &half};
+    CHECK_EQ_INT(rota_service_create(&svc, &cfg), ROTA_EINVAL);
+    cfg = (struct rota_service_config){.allocator = &bad};
+    CHECK_EQ_INT(rota_service_create(&svc, &cfg), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_destroy(NULL), 0);
+    CHECK_EQ_INT(rota_service_stop(NULL, NULL, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_sync(NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(
+        rota_service_try_cancel(NULL, (struct rota_service_handle){0, 1}),
+        ROTA_EINVAL);
+    CHECK_EQ_INT(
+        rota_service_cancel_sync(NULL, (struct rota_service_handle){0, 1}),
+        ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_arm(NULL, 1, probe_fn, NULL, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(
+        rota_service_touch(NULL, (struct rota_service_handle){0, 1}, 1),
+        ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_check(NULL, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_now(NULL), 0);
+    rota_service_stats(NULL, NULL);
+
+    /* Defaults: the real clock, no workers. */
+    CHECK_EQ_INT(rota_service_create(&svc, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm(svc, ST_MS, NULL, NULL, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_arm_periodic(svc, ST_MS, 0, ROTA_MISSED_SKIP,
+                                           probe_fn, NULL, NULL),
+                 ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_arm_periodic(svc, ST_MS, ST_MS,
+                                           (enum rota_missed)7, probe_fn, NULL,
+                                           NULL),
+                 ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_destroy(svc), 0);
+}
+
+/* A one-shot timer fires once, exactly at its deadline and not one
+ * nanosecond before, with and without workers. */
+static void test_fires_at_deadline(void)
+{
+    for (unsigned workers = 0; workers <= 2; workers += 2) {
+        struct fix f;
+        struct probe p = {.id = 1};
+        struct rota_service_handle h = {0};
+        fix_init(&f, workers);
+        CHECK_EQ_INT(rota_service_now(f.svc), T0);
+        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_MS, probe_fn, &p, &h), 0);
+        CHECK(h.generation != 0);
+        CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+        advance(&f, 10 * ST_MS - 1);
+        CHECK_EQ_INT(atomic_load(&p.runs), 0);
+        advance(&f, 1);
+        CHECK_EQ_INT(atomic_load(&p.runs), 1);
+        CHECK_EQ_U64(p.deadline[0], T0 + 10 * ST_MS);
+        CHECK_EQ_U64(p.late[0], 0);
+        CHECK(same(p.handle[0], h));
+        advance(&f, ST_S);
+        CHECK_EQ_INT(atomic_load(&p.runs), 1);
+        /* An absolute deadline, not a tick multiple: rounded up. */
+        uint64_t at = rota_service_now(f.svc) + 5 * ST_MS + 1;
+        CHECK_EQ_INT(rota_service_arm_at(f.svc, at, probe_fn, &p, NULL), 0);
+        advance(&f, 5 * ST_MS);
+        CHECK_EQ_INT(atomic_load(&p.runs), 1);
+        advance(&f, ST_US);
+        CHECK_EQ_INT(atomic_load(&p.runs), 2);
+        CHECK_EQ_U64(p.deadline[1], at - 1 + ST_US);
+        struct rota_service_stats st = stats_of(&f);
+        CHECK_EQ_U64(st.armed, 2);
+        CHECK_EQ_U64(st.fired, 2);
+        CHECK_EQ_U64(st.expired, 2);
+        CHECK_EQ_U64(st.pending, 0);
+        fix_fini(&f);
+    }
+}
+
+/* The service thread sleeps exactly until the next deadline; a later
+ * submission does not wake it, an earlier one does (bug class 5). */
+static void test_sleeps_until_next_deadline(void)
+{
+    struct fix f;
+    struct probe p = {.id = 1};
+    uint64_t until = 0;
+    fix_init(&f, 0);
+
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until), 5 * ST_S);
+    CHECK_EQ_U64(until, UINT64_MAX); /* nothing pending: no deadline */
+
+    CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p, NULL), 0);
+    ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until) &&
+                    until == T0 + 100 * ST_MS,
+                5 * ST_S);
+    CHECK_EQ_U64(until, T0 + 100 * ST_MS);
+
+    /* Earlier: the arm itself wakes the thread (no sync here). */
+    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_MS, probe_fn, &p, NULL), 0);
+    ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until) &&
+                    until == T0 + 10 * ST_MS,
+                5 * ST_S);
+    CHECK_EQ_U64(until, T0 + 10 * ST_MS);
+
+    /* Later: no wake-up; the thread takes it in at its next deadline. */
+    uint64_t waits = rota_manual_clock_waits(f.mc);
+    CHECK_EQ_INT(rota_service_arm(f.svc, 50 * ST_MS, probe_fn, &p, NULL), 0);
+    st_sleep_ns(20 * ST_MS);
+    CHECK_EQ_U64(rota_manual_clock_waits(f.mc), waits);
+    CHECK(rota_manual_clock_sleeping(f.mc, &until));
+    CHECK_EQ_U64(until, T0 + 10 * ST_MS);
+
+    advance(&f, 10 * ST_MS);
+    CHECK_EQ_INT(atomic_load(&p.runs), 1);
+    ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until) &&
+                    until == T0 + 50 * ST_MS,
+                5 * ST_S);
+    CHECK_EQ_U64(until, T0 + 50 * ST_MS);
+    advance(&f, 90 * ST_MS);
+    CHECK_EQ_INT(atomic_load(&p.runs), 3);
+    fix_fini(&f);
+}
+
+/* On the real clock: an idle service does not wake up, and neither does a
+ * service whose only timer is a minute away (Netty, go-zero tick). */
+static void test_idle_no_wakeups(void)
+{
+    struct rota_service *svc = NULL;
+    struct rota_service_stats st;
+    struct probe p = {.id = 1};
+    struct rota_service_handle h;
+
+    CHECK_EQ_INT(rota_service_create(&svc, NULL), 0);
+    st_sleep_ns(200 * ST_MS);
+    rota_service_stats(svc, &st);
+    CHECK_EQ_U64(st.wakeups, 0);
+    CHECK_EQ_INT(rota_service_arm(svc, 60 * ST_S, probe_fn, &p, &h), 0);
+    st_sleep_ns(200 * ST_MS);
+    rota_service_stats(svc, &st);
+    CHECK_CMPU(st.wakeups, <=, 1); /* the arm moved the next deadline */
+    CHECK_EQ_INT(rota_service_try_cancel(svc, h), ROTA_SERVICE_CANCELLED);
+    st_sleep_ns(100 * ST_MS);
+    rota_service_stats(svc, &st);
+    CHECK_CMPU(st.wakeups, <=, 1); /* a cancel never wakes it */
+    CHECK_EQ_INT(rota_service_destroy(svc), 0);
+    CHECK_EQ_INT(atomic_load(&p.runs), 0);
+}
+
+static void test_try_cancel_cancelled(void)
+{
+    for (unsigned workers = 0; workers <= 2; workers += 2) {
+        struct fix f;
+        struct probe p = {.id = 1};
+        struct rota_service_handle h, g;
+        fix_init(&f, workers);
+        /* Cancelled before the service thread even saw the arm. */
+        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_MS, probe_fn, &p, &h), 0);
+        CHECK_EQ_INT(rota_service_try_cancel(f.svc, h), ROTA_SERVICE_CANCELLED);
+        CHECK_EQ_INT(rota_service_try_cancel(f.svc, h),
+                     ROTA_SERVICE_NOT_PENDING);
+        /* Cancelled while filed in the wheel. */
+        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_MS, probe_fn, &p, &g), 0);
+        CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+        CHECK_EQ_INT(rota_service_try_cancel(f.svc, g), ROTA_SERVICE_CANCELLED);
+        CHECK_EQ_INT(rota_service_cancel_sync(f.svc, g),
+                     ROTA_SERVICE_NOT_PENDING);
+        advance(&f, ST_S);
+        CHECK_EQ_INT(atomic_load(&p.runs), 0);
+        struct rota_service_stats st = stats_of(&f);
+        CHECK_EQ_U64(st.armed, 2);
+        CHECK_EQ_U64(st.cancelled, 2);
+        CHECK_EQ_U64(st.pending, 0);
+        fix_fini(&f);
+    }
+}
+
+static void test_try_cancel_not_pending(void)
+{
+    struct fix f;
+    struct probe p = {.id = 1};
+    struct rota_service_handle h;
+    fix_init(&f, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, &h), 0);
+    advance(&f, ST_MS);
+    CHECK_EQ_INT(atomic_load(&p.runs), 1);
+    CHECK_EQ_INT(rota_service_try_cancel(f.svc, h), ROTA_SERVICE_NOT_PENDING);
+    CHECK_EQ_INT(rota_service_cancel_sync(f.svc, h), ROTA_SERVICE_NOT_PENDING);
+    CHECK_EQ_INT(rota_service_touch(f.svc, h, ST_MS), ROTA_ENOENT);
+    /* Handles that never named anything. */
+    struct rota_service_handle zero = {0, 0}, far = {UINT32_MAX - 1, 1};
+    CHECK_EQ_INT(rota_service_try_cancel(f.svc, zero),
+                 ROTA_SERVICE_NOT_PENDING);
+    CHECK_EQ_INT(rota_service_try_cancel(f.svc, far), ROTA_SERVICE_NOT_PENDING);
+    CHECK_EQ_INT(rota_service_cancel_sync(f.svc, far),
+                 ROTA_SERVICE_NOT_PENDING);
+    CHECK_EQ_INT(rota_service_touch(f.svc, far, ST_MS), ROTA_ENOENT);
+    fix_fini(&f);
+}
+
+/* Hold a callback on a latch: try_cancel says RUNNING, cancel_sync waits
+ * for it and returns only after the callback has returned (P12). */
+struct syncer {
+    struct rota_service *svc;
+    struct rota_service_handle h;
+    atomic_int done;
+    int rc;
+};
+
+static void *syncer_main(void *arg)
+{
+    struct syncer *s = arg;
+    s->rc = rota_service_cancel_sync(s->svc, s->h);
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+static void test_try_cancel_running(void)
+{
+    for (unsigned workers = 0; workers <= 2; workers += 2) {
+        struct fix f;
+        struct st_latch latch;
+        struct probe p = {.id = 1, .latch = &latch};
+        struct rota_service_handle h;
+        struct syncer s = {0};
+        pthread_t th;
+        st_latch_init(&latch);
+        fix_init(&f, workers);
+
+        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, &h), 0);
+        CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+        rota_manual_clock_advance(f.mc, ST_MS);
+        ST_WAIT_FOR(atomic_load(&p.entered), 10 * ST_S);
+        CHECK(atomic_load(&p.entered));
+        CHECK_EQ_INT(rota_service_try_cancel(f.svc, h), ROTA_SERVICE_RUNNING);
+        CHECK_EQ_INT(rota_service_try_cancel(f.svc, h), ROTA_SERVICE_RUNNING);
+        CHECK_EQ_INT(rota_service_touch(f.svc, h, ST_MS), ROTA_ENOENT);
+
+        s.svc = f.svc;
+        s.h = h;
+        pthread_create(&th, NULL, syncer_main, &s);
+        st_sleep_ns(50 * ST_MS);
+        CHECK_EQ_INT(atomic_load(&s.done),
+                     0); /* still waiting for the callback */
+        st_latch_open(&latch);
+        pthread_join(th, NULL);
+        CHECK_EQ_INT(s.rc, ROTA_SERVICE_NOT_PENDING); /* it had fired */
+        CHECK_EQ_INT(atomic_load(&p.inside), 0);      /* ... and has returned */
+        CHECK_EQ_INT(rota_service_try_cancel(f.svc, h),
+                     ROTA_SERVICE_NOT_PENDING);
+        CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+        CHECK_EQ_INT(atomic_load(&p.runs), 1);
+        fix_fini(&f);
+        st_latch_fini(&latch);
+    }
+}
+
+/* From inside its own callback: try_cancel says RUNNING (and stops a
+ * periodic timer), cancel_sync refuses with EDEADLK and changes nothing. */
+static void own_cancel_sync(struct rota_service *svc, struct probe *p,
+                            const struct rota_service_event *ev)
+{
+    p->rc = rota_service_cancel_sync(svc, ev->timer);
+}
+
+static void own_try_cancel(struct rota_service *svc, struct probe *p,
+                           const struct rota_service_event *ev)
+{
+    if (atomic_load(&p->runs) == 2)
+        p->rc = rota_service_try_cancel(svc, ev->timer);
+}
+
+static void test_cancel_from_own_callback(void)
+{
+    for (unsigned workers = 0; workers <= 1; workers++) {
+        struct fix f;
+        struct probe a = {.id = 1, .action = own_cancel_sync};
+        struct probe b = {.id = 2, .action = own_try_cancel};
+        struct rota_service_handle ha, hb;
+        fix_init(&f, workers);
+        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
+                                               ROTA_MISSED_SKIP, probe_fn, &a,
+                                               &ha),
+                     0);
+        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
+                                               ROTA_MISSED_SKIP, probe_fn, &b,
+                                               &hb),
+                     0);
+        for (int i = 0; i < 5; i++)
+            advance(&f, ST_MS);
+        CHECK_EQ_INT(a.rc, ROTA_EDEADLK);
+        CHECK_EQ_INT(atomic_load(&a.runs), 5); /* EDEADLK changed nothing */
+        CHECK_EQ_INT(b.rc, ROTA_SERVICE_RUNNING);
+        CHECK_EQ_INT(atomic_load(&b.runs), 2); /* stopped from its 2nd run */
+        CHECK_EQ_INT(rota_service_cancel_sync(f.svc, ha),
+                     ROTA_SERVICE_CANCELLED);
+        CHECK_EQ_INT(rota_service_cancel_sync(f.svc, hb),
+                     ROTA_SERVICE_NOT_PENDING);
+        advance(&f, 5 * ST_MS);
+        CHECK_EQ_INT(atomic_load(&a.runs), 5);
+        struct rota_service_stats st = stats_of(&f);
+        CHECK_EQ_U64(st.cancelled, 2);
+        CHECK_EQ_U64(st.pending, 0);
+        fix_fini(&f);
+    }
+}
+
+/* cancel_sync on a periodic timer whose callback is running: it cancels
+ * the next runs (returns 1) and waits for the current one. */
+static void test_cancel_sync_periodic_running(void)
+{
+    for (unsigned workers = 0; workers <= 2; workers += 2) {
+        struct fix f;
+        struct st_latch latch;
+        struct probe p = {.id = 1, .latch = &latch};
+        struct syncer s = {0};
+        pthread_t th;
+        st_latch_init(&latch);
+        fix_init(&f, workers);
+        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
+                                               ROTA_MISSED_BURST, probe_fn, &p,
+                                               &s.h),
+                     0);
+        CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+        rota_manual_clock_advance(f.mc, ST_MS);
+        ST_WAIT_FOR(atomic_load(&p.entered), 10 * ST_S);
+        /* More boundaries pass while it runs (owed under BURST). */
+        rota_manual_clock_advance(f.mc, 5 * ST_MS);
+        s.svc = f.svc;
+        pthread_create(&th, NULL, syncer_main, &s);
+        st_sleep_ns(50 * ST_MS);
+        CHECK_EQ_INT(atomic_load(&s.done), 0);
+        st_latch_open(&latch);
+        pthread_join(th, NULL);
+        CHECK_EQ_INT(s.rc, ROTA_SERVICE_CANCELLED);
+        int runs = atomic_load(&p.runs);
+        CHECK_EQ_INT(atomic_load(&p.inside), 0);
+        advance(&f, 10 * ST_MS);
+        CHECK_EQ_INT(atomic_load(&p.runs), runs); /* never again */
+        CHECK_CMP(runs, <=, 6);
+        fix_fini(&f);
+        st_latch_fini(&latch);
+    }
+}
+
+/* apollo#15810: a timer whose callback is queued for a worker, but not
+ * started, is cancelled: it must never run. */
+static void test_apollo_race(void)
+{
+    struct fix f;
+    struct st_latch latch;
+    struct probe busy = {.id = 1}, victim = {.id = 2}, victim2 = {.id = 3};
+    struct rota_service_handle hb, hv, hv2;
+    st_latch_init(&latch);
+    busy.latch = &latch;
+    fix_init(&f, 1);
+
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &busy, &hb), 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, 2 * ST_MS, probe_fn, &victim, &hv), 0);
+    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 2 * ST_MS, ST_MS,
+                                           ROTA_MISSED_BURST, probe_fn,
+                                           &victim2, &hv2),
+                 0);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    rota_manual_clock_advance(f.mc, ST_MS);
+    ST_WAIT_FOR(atomic_load(&busy.entered), 10 * ST_S); /* the only worker */
+    rota_manual_clock_advance(f.mc, 5 * ST_MS);
+    /* Wait until the service thread has queued them (it sleeps after). */
+    uint64_t until;
+    ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until) &&
+                    until > T0 + 6 * ST_MS,
+                10 * ST_S);
+    CHECK_EQ_INT(rota_service_try_cancel(f.svc, hv), ROTA_SERVICE_CANCELLED);
+    CHECK_EQ_INT(rota_service_cancel_sync(f.svc, hv2), ROTA_SERVICE_CANCELLED);
+    st_latch_open(&latch);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    CHECK_EQ_INT(atomic_load(&busy.runs), 1);
+    CHECK_EQ_INT(atomic_load(&victim.runs), 0);
+    CHECK_EQ_INT(atomic_load(&victim2.runs), 0);
+    struct rota_service_stats st = stats_of(&f);
+    CHECK_EQ_U64(st.cancelled, 2);
+    CHECK_EQ_U64(st.expired, 1);
+    CHECK_CMPU(st.queue_high, >=, 2); /* busy, victim and victim2 queued */
+    fix_fini(&f);
+    st_latch_fini(&latch);
+}
+
+/* Bug class 7: a handle of an ended timer never reaches the timer that
+ * reuses its record. */
+static void test_stale_handles(void)
+{
+    struct fix f;
+    struct probe a = {.id = 1}, b = {.id = 2};
+    struct rota_service_handle ha, hb;
+    fix_init(&f, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &a, &ha), 0);
+    CHECK_EQ_INT(rota_service_try_cancel(f.svc, ha), ROTA_SERVICE_CANCELLED);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0); /* the record is freed */
+    CHECK_EQ_INT(rota_service_arm(f.svc, 2 * ST_MS, probe_fn, &b, &hb), 0);
+    CHECK_EQ_INT(hb.index, ha.index);      /* the same record, reused ... */
+    CHECK(hb.generation != ha.generation); /* ... a new generation */
+    CHECK_EQ_INT(rota_service_try_cancel(f.svc, ha), ROTA_SERVICE_NOT_PENDING);
+    CHECK_EQ_INT(rota_service_cancel_sync(f.svc, ha), ROTA_SERVICE_NOT_PENDING);
+    CHECK_EQ_INT(rota_service_touch(f.svc, ha, 100 * ST_S), ROTA_ENOENT);
+    advance(&f, 2 * ST_MS);
+    CHECK_EQ_INT(atomic_load(&a.runs), 0);
+    CHECK_EQ_INT(atomic_load(&b.runs), 1);
+    CHECK(same(b.handle[0], hb));
+    fix_fini(&f);
+}
+
+static void test_touch(void)
+{
+    for (unsigned workers = 0; workers <= 2; workers += 2) {
+        struct fix f;
+        struct probe p = {.id = 1}, q = {.id = 2};
+        struct rota_service_handle hp, hq;
+        fix_init(&f, workers);
+        /* Later: the old deadline passes silently. */
+        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_MS, probe_fn, &p, &hp), 0);
+        CHECK_EQ_INT(rota_service_touch(f.svc, hp, 50 * ST_MS), 0);
+        /* Earlier, after the service thread has filed it. */
+        CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &q, &hq),
+                     0);
+        CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+        CHECK_EQ_INT(rota_service_touch_at(f.svc, hq, T0 + 5 * ST_MS), 0);
+        advance(&f, 5 * ST_MS);
+        CHECK_EQ_INT(atomic_load(&q.runs), 1);
+        CHECK_EQ_U64(q.deadline[0], T0 + 5 * ST_MS);
+        advance(&f, 10 * ST_MS);
+        CHECK_EQ_INT(atomic_load(&p.runs), 0);
+        /* Touch again, from the timer's new now. */
+        CHECK_EQ_INT(rota_service_touch(f.svc, hp, 20 * ST_MS), 0);
+        advance(&f, 20 * ST_MS - ST_US);
+        CHECK_EQ_INT(atomic_load(&p.runs), 0);
+        advance(&f, ST_US);
+        CHECK_EQ_INT(atomic_load(&p.runs), 1);
+        CHECK_EQ_U64(p.deadline[0], T0 + 35 * ST_MS);
+        CHECK_EQ_INT(rota_service_touch(f.svc, hp, ST_MS), ROTA_ENOENT);
+        advance(&f, ST_S);
+        CHECK_EQ_INT(atomic_load(&p.runs), 1);
+        CHECK_EQ_U64(stats_of(&f).touched, 3);
+        fix_fini(&f);
+    }
+}
+
+/* A touched periodic timer keeps its period from the new deadline. */
+static void test_touch_periodic(void)
+{
+    struct fix f;
+    struct probe p = {.id = 1};
+    struct rota_service_handle h;
+    fix_init(&f, 0);
+    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 10 * ST_MS, 10 * ST_MS,
+                                           ROTA_MISSED_SKIP, probe_fn, &p, &h),
+                 0);
+    advance(&f, 10 * ST_MS);
+    CHECK_EQ_INT(atomic_load(&p.runs), 1);
+    CHECK_EQ_INT(rota_service_touch(f.svc, h, 15 * ST_MS), 0); /* T0 + 25 ms */
+    advance(&f, 10 * ST_MS);
+    CHECK_EQ_INT(atomic_load(&p.runs), 1);
+    advance(&f, 5 * ST_MS);
+    CHECK_EQ_INT(atomic_load(&p.runs), 2);
+    advance(&f, 10 * ST_MS);
+    CHECK_EQ_INT(atomic_load(&p.runs), 3);
+    CHECK_EQ_U64(p.deadline[1], T0 + 25 * ST_MS);
+    CHECK_EQ_U64(p.deadline[2], T0 + 35 * ST_MS);
+    CHECK_EQ_INT(rota_service_cancel_sync(f.svc, h), ROTA_SERVICE_CANCELLED);
+    fix_fini(&f);
+}
+
+/* Drift-free schedule: deadlines are first + k * period whatever the
+ * lateness of each fire (bug class 6). */
+static void test_periodic_schedule(void)
+{
+    for (unsigned workers = 0; workers <= 2; workers += 2) {
+        struct fix f;
+        struct probe p = {.id = 1};
+        struct rota_service_handle h;
+        fix_init(&f, workers);
+        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 2 * ST_MS, 2 * ST_MS,
+                                               ROTA_MISSED_SKIP, probe_fn, &p,
+                                               &h),
+                     0);
+        CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+        /* Each step is 2 ms + 300 us: fires get later, deadlines do not. */
+        for (int i = 0; i < 6; i++)
+            advance(&f, 2 * ST_MS + (i == 0 ? 300 * ST_US : 0));
+        CHECK_EQ_INT(atomic_load(&p.runs), 6);
+        for (int k = 0; k < 6; k++) {
+            CHECK_EQ_U64(p.deadline[k], T0 + (uint64_t)(k + 1) * 2 * ST_MS);
+            CHECK_EQ_U64(p.late[k], 300 * ST_US);
+        }
+        CHECK_EQ_INT(atomic_load(&p.max_inside), 1);
+        CHECK_EQ_INT(rota_service_cancel_sync(f.svc, h),
+                     ROTA_SERVICE_CANCELLED);
+        fix_fini(&f);
+    }
+}
+
+/* The missed-tick policies, with the service thread and with a worker. */
+static void test_periodic_missed(void)
+{
+    for (unsigned workers = 0; workers <= 1; workers++) {
+        struct fix f;
+        struct probe burst = {.id = 1}, skip = {.id = 2}, delay = {.id = 3};
+        struct rota_service_handle hb, hs, hd;
+        fix_init(&f, workers);
+        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 2 * ST_MS, 2 * ST_MS,
+                                               ROTA_MISSED_BURST, probe_fn,
+                                               &burst, &hb),
+                     0);
+        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 2 * ST_MS, 2 * ST_MS,
+                                               ROTA_MISSED_SKIP, probe_fn,
+                                               &skip, &hs),
+                     0);
+        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 2 * ST_MS, 2 * ST_MS,
+                                               ROTA_MISSED_DELAY, probe_fn,
+                                               &delay, &hd),
+                     0);
+        CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+        advance(&f, 11 * ST_MS); /* boundaries 2, 4, 6, 8, 10 have passed */
+        CHECK_EQ_INT(atomic_load(&burst.runs), 5);
+        for (int k = 0; k < 5; k++) {
+            CHECK_EQ_U64(burst.deadline[k], T0 + (uint64_t)(k + 1) * 2 * ST_MS);
+            CHECK_EQ_U64(burst.late[k], (uint64_t)(9 - 2 * k) * ST_MS);
+        }
+        CHECK_EQ_INT(atomic_load(&skip.runs), 1);
+        CHECK_EQ_U64(skip.late[0], 9 * ST_MS);
+        CHECK_EQ_INT(atomic_load(&delay.runs), 1);
+        advance(&f, ST_MS); /* T0 + 12: SKIP's next boundary */
+        CHECK_EQ_INT(atomic_load(&skip.runs), 2);
+        CHECK_EQ_U64(skip.deadline[1], T0 + 12 * ST_MS);
+        CHECK_EQ_INT(atomic_load(&delay.runs), 1);
+        advance(&f, ST_MS); /* T0 + 13 = 11 + 2: DELAY restarted at 11 */
+        CHECK_EQ_INT(atomic_load(&delay.runs), 2);
+        CHECK_EQ_U64(delay.deadline[1], T0 + 13 * ST_MS);
+        CHECK_EQ_INT(atomic_load(&burst.runs), 6);
+        CHECK_EQ_INT(atomic_load(&burst.max_inside), 1);
+        CHECK_EQ_INT(rota_service_cancel_sync(f.svc, hb),
+                     ROTA_SERVICE_CANCELLED);
+        CHECK_EQ_INT(rota_service_cancel_sync(f.svc, hs),
+                     ROTA_SERVICE_CANCELLED);
+        CHECK_EQ_INT(rota_service_cancel_sync(f.svc, hd),
+                     ROTA_SERVICE_CANCELLED);
+        fix_fini(&f);
+    }
+}
+
+/* Worker mode: while a periodic callback is held, BURST boundaries are
+ * kept for it (each with its own deadline), SKIP ones are folded into one,
+ * and the callback never runs twice at once. */
+static void test_periodic_owed_fires(void)
+{
+    struct fix f;
+    struct st_latch latch;
+    struct probe burst = {.id = 1}, skip = {.id = 2};
+    struct rota_service_handle hb, hs;
+    st_latch_init(&latch);
+    burst.latch = &latch;
+    skip.latch = &latch;
+    fix_init(&f, 2);
+    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
+                                           ROTA_MISSED_BURST, probe_fn, &burst,
+                                           &hb),
+                 0);
+    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
+                                           ROTA_MISSED_SKIP, probe_fn, &skip,
+                                           &hs),
+                 0);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    rota_manual_clock_advance(f.mc, ST_MS);
+    ST_WAIT_FOR(atomic_load(&burst.entered) && atomic_load(&skip.entered),
+                10 * ST_S);
+    for (int i = 0; i < 4; i++) { /* boundaries 2..5 while both are held */
+        uint64_t until;
+        rota_manual_clock_advance(f.mc, ST_MS);
+        ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until) &&
+                        until > rota_manual_clock_now(f.mc),
+                    10 * ST_S);
+    }
+    st_latch_open(&latch);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    CHECK_EQ_INT(atomic_load(&burst.runs), 5);
+    for (int k = 0; k < 5; k++)
+        CHECK_EQ_U64(burst.deadline[k], T0 + (uint64_t)(k + 1) * ST_MS);
+    CHECK_EQ_INT(atomic_load(&skip.runs), 2); /* 1, then the folded 2..5 */
+    CHECK_EQ_U64(skip.deadline[1], T0 + 2 * ST_MS);
+    CHECK_EQ_U64(stats_of(&f).merged, 3);
+    CHECK_EQ_INT(atomic_load(&burst.max_inside), 1);
+    CHECK_EQ_INT(atomic_load(&skip.max_inside), 1);
+    CHECK_EQ_INT(rota_service_cancel_sync(f.svc, hb), ROTA_SERVICE_CANCELLED);
+    CHECK_EQ_INT(rota_service_cancel_sync(f.svc, hs), ROTA_SERVICE_CANCELLED);
+    fix_fini(&f);
+    st_latch_fini(&latch);
+}
+
+/* Advance the manual clock and wait until the service thread has handled
+ * it (it sleeps again, towards a later deadline) - without sync(), which
+ * would wait for a held callback. */
+static void advance_nosync(struct fix *f, uint64_t ns)
+{
+    uint64_t until;
+    rota_manual_clock_advance(f->mc, ns);
+    ST_WAIT_FOR(rota_manual_clock_sleeping(f->mc, &until) &&
+                    until > rota_manual_clock_now(f->mc),
+                10 * ST_S);
+}
+
+/* A BURST timer touched while runs of its old schedule wait for a worker:
+ * every run is told a deadline that really came due, never one in the
+ * future (the first boundary of the new schedule is folded). */
+static void test_periodic_touch_while_owed(void)
+{
+    struct fix f;
+    struct st_latch latch;
+    struct probe p = {.id = 1};
+    struct rota_service_handle h;
+    st_latch_init(&latch);
+    p.latch = &latch;
+    fix_init(&f, 1);
+    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
+                                           ROTA_MISSED_BURST, probe_fn, &p, &h),
+                 0);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    rota_manual_clock_advance(f.mc, ST_MS);
+    ST_WAIT_FOR(atomic_load(&p.entered), 10 * ST_S); /* run 1 is held */
+    advance_nosync(&f, ST_MS);                       /* boundary 2 owed */
+    advance_nosync(&f, ST_MS);                       /* boundary 3 owed */
+    CHECK_EQ_INT(rota_service_touch(f.svc, h, 500 * ST_US),
+                 0); /* T0 + 3.5 ms */
+    uint64_t until;
+    ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until) &&
+                    until == T0 + 3500 * ST_US,
+                10 * ST_S); /* the touch woke it; now it sleeps till 3.5 */
+    CHECK_EQ_U64(until, T0 + 3500 * ST_US);
+    advance_nosync(&f, 500 * ST_US); /* new schedule's first boundary */
+    uint64_t now = rota_manual_clock_now(f.mc);
+    st_latch_open(&latch);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    CHECK_EQ_INT(atomic_load(&p.runs), 3);
+    if (atomic_load(&p.runs) != 3)
+        for (int k = 0; k < atomic_load(&p.runs) && k < PROBE_RUNS; k++)
+            fprintf(stderr, "  run %d: deadline T0 + %llu us, late %llu us\n",
+                    k, (unsigned long long)((p.deadline[k] - T0) / ST_US),
+                    (unsigned long long)(p.late[k] / ST_US));
+    for (int k = 0; k < 3; k++) {
+        CHECK_EQ_U64(p.deadline[k], T0 + (uint64_t)(k + 1) * ST_MS);
+        CHECK_CMPU(p.deadline[k], <=, now);
+        if (k > 0) /* runs 2 and 3 start after the release, at `now` */
+            CHECK_EQ_U64(p.late[k], now - p.deadline[k]);
+    }
+    CHECK_EQ_U64(stats_of(&f).merged, 1);
+    advance(&f, ST_MS); /* the new schedule goes on: T0 + 4.5 ms */
+    CHECK_EQ_INT(atomic_load(&p.runs), 4);
+    CHECK_EQ_U64(p.deadline[3], T0 + 4500 * ST_US);
+    CHECK_EQ_INT(rota_service_cancel_sync(f.svc, h), ROTA_SERVICE_CANCELLED);
+    fix_fini(&f);
+    st_latch_fini(&latch);
+}
+
+static void test_pending_cap(void)
+{
+    struct fix f;
+    struct probe p = {.id = 1};
+    struct rota_service_handle h[3];
+    fix_init_cfg(&f, (struct rota_service_config){.max_pending = 2});
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, &h[0]), 0);
+    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
+                                           ROTA_MISSED_SKIP, probe_fn, &p,
+                                           &h[1]),
+                 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, &h[2]),
+                 ROTA_EAGAIN);
+    CHECK_EQ_INT(rota_service_try_cancel(f.svc, h[0]), ROTA_SERVICE_CANCELLED);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, &h[2]), 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL),
+                 ROTA_EAGAIN);
+    advance(&f, ST_MS); /* the one-shot fires, the periodic stays */
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL),
+                 ROTA_EAGAIN);
+    CHECK_EQ_INT(rota_service_cancel_sync(f.svc, h[1]), ROTA_SERVICE_CANCELLED);
+    advance(&f, ST_MS);
+    fix_fini(&f);
+}
+
+/* stop hands back every pending timer, counted as cancelled; afterwards
+ * arm and touch fail and cancels find nothing. */
+struct handback {
+    int n;
+    void *args[8];
+    struct rota_service_handle h[8];
+    int rc_stop, rc_sync;
+};
+
+static void handback_fn(struct rota_service *svc,
+                        struct rota_service_handle timer, void *timer_arg,
+                        void *stop_arg)
+{
+    struct handback *hb = stop_arg;
+    if (hb->n < 8) {
+        hb->args[hb->n] = timer_arg;
+        hb->h[hb->n] = timer;
+    }
+    hb->n++;
+    hb->rc_stop = rota_service_stop(svc, NULL, NULL);
+    hb->rc_sync = rota_service_sync(svc);
+}
+
+static void test_stop_hands_back(void)
+{
+    for (unsigned workers = 0; workers <= 2; workers += 2) {
+        struct fix f;
+        struct probe a = {.id = 1}, b = {.id = 2}, c = {.id = 3};
+        struct rota_service_handle ha, hb, hc;
+        struct handback back = {0};
+        fix_init(&f, workers);
+        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &a, &ha), 0);
+        CHECK_EQ_INT(rota_service_arm(f.svc, ST_S, probe_fn, &b, &hb), 0);
+        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
+                                               ROTA_MISSED_SKIP, probe_fn, &c,
+                                               &hc),
+                     0);
+        advance(&f, ST_MS);
+        CHECK_EQ_INT(rota_service_stop(f.svc, handback_fn, &back), 2);
+        CHECK_EQ_INT(back.n, 2);
+        CHECK((back.args[0] == &b && back.args[1] == &c) ||
+              (back.args[0] == &c && back.args[1] == &b));
+        CHECK(same(back.h[0], back.args[0] == &b ? hb : hc));
+        CHECK_EQ_INT(back.rc_stop, ROTA_EDEADLK);
+        CHECK_EQ_INT(back.rc_sync, ROTA_EDEADLK);
+        CHECK_EQ_INT(rota_service_stop(f.svc, handback_fn, &back),
+                     0); /* again */
+        CHECK_EQ_INT(back.n, 2);
+        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &a, NULL),
+                     ROTA_ESHUTDOWN);
+        CHECK_EQ_INT(rota_service_touch(f.svc, hb, ST_MS), ROTA_ESHUTDOWN);
+        CHECK_EQ_INT(rota_service_try_cancel(f.svc, hb),
+                     ROTA_SERVICE_NOT_PENDING);
+        CHECK_EQ_INT(rota_service_cancel_sync(f.svc, hc),
+                     ROTA_SERVICE_NOT_PENDING);
+        CHECK_EQ_INT(rota_service_sync(f.svc), ROTA_ESHUTDOWN);
+        rota_manual_clock_advance(f.mc, 10 * ST_S);
+        struct rota_service_stats st = stats_of(&f);
+        CHECK_EQ_U64(st.armed, 3);
+        CHECK_EQ_U64(st.expired, 1);
+        CHECK_EQ_U64(st.handed_back, 2);
+        CHECK_EQ_U64(st.cancelled, 2);
+        CHECK_EQ_U64(st.pending, 0);
+        CHECK_EQ_INT(atomic_load(&b.runs), 0);
+        fix_fini(&f); /* check() after stop, then destroy */
+    }
+}
+
+/* stop while a worker holds a callback and another is queued behind it:
+ * stop waits for the running one; the queued one is handed back. */
+struct stopper {
+    struct rota_service *svc;
+    struct handback back;
+    atomic_int done;
+    int rc;
+};
+
+static void *stopper_main(void *arg)
+{
+    struct stopper *s = arg;
+    s->rc = rota_service_stop(s->svc, handback_fn, &s->back);
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+static void test_stop_with_queued_callback(void)
+{
+    struct fix f;
+    struct st_latch latch;
+    struct probe busy = {.id = 1}, queued = {.id = 2};
+    struct stopper s = {0};
+    pthread_t th;
+    st_latch_init(&latch);
+    busy.latch = &latch;
+    fix_init(&f, 1);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &busy, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, 2 * ST_MS, probe_fn, &queued, NULL),
+                 0);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    rota_manual_clock_advance(f.mc, ST_MS);
+    ST_WAIT_FOR(atomic_load(&busy.entered), 10 * ST_S);
+    uint64_t until;
+    rota_manual_clock_advance(f.mc, ST_MS);
+    ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until) && until == UINT64_MAX,
+                10 * ST_S);
+    s.svc = f.svc;
+    pthread_create(&th, NULL, stopper_main, &s);
+    st_sleep_ns(50 * ST_MS);
+    CHECK_EQ_INT(atomic_load(&s.done), 0); /* joining the busy worker */
+    st_latch_open(&latch);
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(s.rc, 1);
+    CHECK_EQ_INT(s.back.n, 1);
+    CHECK(s.back.args[0] == &queued);
+    CHECK_EQ_INT(atomic_load(&queued.runs), 0);
+    CHECK_EQ_INT(atomic_load(&busy.runs), 1);
+    fix_fini(&f);
+    st_latch_fini(&latch);
+}
+
+/* From a callback: sync, stop, check and destroy refuse (EDEADLK). */
+static void call_lifecycle(struct rota_service *svc, struct probe *p,
+                           const struct rota_service_event *ev)
+{
+    (void)ev;
+    int bad = 0;
+    bad += rota_service_sync(svc) != ROTA_EDEADLK;
+    bad += rota_service_stop(svc, NULL, NULL) != ROTA_EDEADLK;
+    bad += rota_service_check(svc, NULL) != ROTA_EDEADLK;
+    bad += rota_service_destroy(svc) != ROTA_EDEADLK;
+    p->rc = bad;
+}
+
+static void test_lifecycle_from_callback(void)
+{
+    for (unsigned workers = 0; workers <= 1; workers++) {
+        struct fix f;
+        struct probe p = {.id = 1, .action = call_lifecycle, .rc = -1};
+        fix_init(&f, workers);
+        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+        advance(&f, ST_MS);
+        CHECK_EQ_INT(atomic_load(&p.runs), 1);
+        CHECK_EQ_INT(p.rc, 0);
+        fix_fini(&f);
+    }
+}
+
+/* P9 and order: equal deadlines fire in arm order; a callback may cancel
+ * a timer due in the same pass (it does not run) and arm new ones. */
+static void cancel_other(struct rota_service *svc, struct probe *p,
+                         const struct rota_service_event *ev)
+{
+    (void)ev;
+    p->rc = rota_service_try_cancel(svc, p->other);
+}
+
+static void test_order_and_cancel_in_batch(void)
+{
+    struct fix f;
+    int order[8];
+    atomic_int n = 0;
+    struct probe p[4];
+    struct rota_service_handle h[4];
+    fix_init(&f, 0);
+    for (int i = 0; i < 4; i++) {
+        memset(&p[i], 0, sizeof p[i]);
+        p[i].id = i;
+        p[i].order = order;
+        p[i].order_n = &n;
+    }
+    p[1].action = cancel_other;
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT(rota_service_arm(f.svc, 5 * ST_MS, probe_fn, &p[i], &h[i]),
+                     0);
+    p[1].other = h[2];
+    advance(&f, 5 * ST_MS);
+    CHECK_EQ_INT(atomic_load(&n), 3);
+    CHECK_EQ_INT(order[0], 0);
+    CHECK_EQ_INT(order[1], 1);
+    CHECK_EQ_INT(order[2], 3);
+    CHECK_EQ_INT(p[1].rc, ROTA_SERVICE_CANCELLED);
+    CHECK_EQ_INT(atomic_load(&p[2].runs), 0);
+    fix_fini(&f);
+}
+
+/* A callback that re-arms itself with delay 0 does not loop within one
+ * pass: each sync sees one more run (libuv#4245). */
+static void rearm_zero(struct rota_service *svc, struct probe *p,
+                       const struct rota_service_event *ev)
+{
+    (void)ev;
+    if (atomic_load(&p->runs) < 1000)
+        p->rc = rota_service_arm(svc, 0, probe_fn, p, NULL);
+}
+
+static void test_zero_delay_rearm(void)
+{
+    struct fix f;
+    struct probe p = {.id = 1, .action = rearm_zero};
+    fix_init(&f, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, 0, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    CHECK_CMP(atomic_load(&p.runs), >=, 1);
+    ST_WAIT_FOR(atomic_load(&p.runs) == 1000, 10 * ST_S); /* it keeps going */
+    CHECK_EQ_INT(atomic_load(&p.runs), 1000);
+    CHECK_EQ_INT(p.rc, 0);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    fix_fini(&f);
+}
+
+/* Bug class 8: huge delays saturate; they never wrap into the past. */
+static void test_huge_delay(void)
+{
+    struct fix f;
+    struct probe p = {.id = 1};
+    struct rota_service_handle h;
+    uint64_t until;
+    fix_init(&f, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, UINT64_MAX, probe_fn, &p, &h), 0);
+    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, UINT64_MAX - 5, UINT64_MAX,
+                                           ROTA_MISSED_BURST, probe_fn, &p,
+                                           NULL),
+                 0);
+    advance(&f, 365 * 24 * 3600 * ST_S);
+    CHECK_EQ_INT(atomic_load(&p.runs), 0);
+    ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until), 5 * ST_S);
+    CHECK_CMPU(until, >, 1000000 * ST_S);
+    CHECK_EQ_INT(rota_service_touch(f.svc, h, UINT64_MAX), 0);
+    advance(&f, 365 * 24 * 3600 * ST_S);
+    CHECK_EQ_INT(atomic_load(&p.runs), 0);
+    fix_fini(&f); /* destroy with pending timers: nothing leaks */
+}
+
+/* Statistics: counters and the lateness histogram. */
+static void test_stats(void)
+{
+    struct fix f;
+    struct probe p = {.id = 1};
+    fix_init(&f, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    advance(&f, ST_MS + 3 * ST_MS); /* 3 ms late: bucket [2048, 4096) us */
+    advance(&f, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+    advance(&f, ST_MS);
+    struct rota_service_stats st = stats_of(&f);
+    CHECK_EQ_U64(st.armed, 3);
+    CHECK_EQ_U64(st.fired, 3);
+    CHECK_EQ_U64(st.late[12], 2);
+    CHECK_EQ_U64(st.late[0], 1);
+    uint64_t total = 0;
+    for (int b = 0; b < ROTA_SERVICE_LATE_BUCKETS; b++)
+        total += st.late[b];
+    CHECK_EQ_U64(total, st.fired);
+    CHECK_CMPU(st.records, >=, 64);
+    CHECK_EQ_U64(st.bytes, (uint64_t)atomic_load(&f.alloc.bytes));
+    CHECK_EQ_U64(st.queue_high, 0); /* no workers: nothing waits for one */
+    fix_fini(&f);
+}
+
+/* The slab grows in chunks past its initial capacity and every record is
+ * reused; a cancel frees its record at once, without waking the service
+ * thread (bug classes 4 and 5). */
+static void test_slab_and_reclaim(void)
+{
+    enum { N = 3000 };
+    static struct rota_service_handle h[N];
+    struct fix f;
+    struct probe p = {.id = 1};
+    fix_init_cfg(&f, (struct rota_service_config){.initial_capacity = 64});
+    for (int i = 0; i < N; i++)
+        CHECK_EQ_INT(rota_service_arm(f.svc, ST_S + (uint64_t)i * ST_US,
+                                      probe_fn, &p, &h[i]),
+                     0);
+    struct rota_service_stats st = stats_of(&f);
+    CHECK_CMPU(st.records, >=, N);
+    CHECK_CMPU(st.records, <, 4 * N);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    uint64_t until;
+    ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until), 5 * ST_S);
+    uint64_t waits = rota_manual_clock_waits(f.mc);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ_INT(rota_service_try_cancel(f.svc, h[i]),
+                     ROTA_SERVICE_CANCELLED);
+    st_sleep_ns(20 * ST_MS);
+    CHECK_EQ_U64(rota_manual_clock_waits(f.mc), waits); /* no wake-up */
+    const char *why = NULL;
+    CHECK_EQ_INT(rota_service_check(f.svc, &why), 0); /* all records are free */
+    uint64_t records = stats_of(&f).records;
+    for (int i = 0; i < N; i++) /* reuse: no growth */
+        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_U64(stats_of(&f).records, records);
+    advance(&f, ST_MS);
+    CHECK_EQ_INT(atomic_load(&p.runs), N);
+    fix_fini(&f);
+}
+
+static void test_allocation_failure(void)
+{
+    struct st_alloc a;
+    struct rota_service_allocator al = st_allocator(&a);
+    struct rota_service *svc = NULL;
+    struct rota_service_config cfg = {
+        .allocator = &al, .shards = 1, .initial_capacity = 64};
+    for (int fail = 0; fail < 3; fail++) {
+        atomic_store(&a.fail_after, fail);
+        CHECK_EQ_INT(rota_service_create(&svc, &cfg), ROTA_ENOMEM);
+        CHECK_EQ_INT(atomic_load(&a.bytes), 0);
+    }
+    atomic_store(&a.fail_after, -1);
+    CHECK_EQ_INT(rota_service_create(&svc, &cfg), 0);
+    atomic_store(&a.fail_after, 0);
+    int ok = 0, rc = 0;
+    while ((rc = rota_service_arm(svc, ST_S, probe_fn, NULL, NULL)) == 0)
+        ok++;
+    CHECK_EQ_INT(rc, ROTA_ENOMEM);
+    CHECK_EQ_INT(ok, 64); /* chunk 0, then no memory for chunk 1 */
+    atomic_store(&a.fail_after, -1);
+    CHECK_EQ_INT(rota_service_arm(svc, ST_S, probe_fn, NULL, NULL), 0);
+    struct rota_service_stats st;
+    rota_service_stats(svc, &st);
+    CHECK_EQ_U64(st.armed, 65);
+    CHECK_EQ_U64(st.pending, 65);
+    CHECK_EQ_INT(rota_service_check(svc, NULL), 0);
+    CHECK_EQ_INT(rota_service_destroy(svc), 0);
+    CHECK_EQ_INT(atomic_load(&a.bytes), 0);
+}
+
+/* The checker must be able to fail: plant a fault (a pending timer whose
+ * record says it has ended) and see it reported. */
+static void test_check_catches_fault(void)
+{
+    struct fix f;
+    struct probe p = {.id = 1};
+    struct rota_service_handle h;
+    const char *why = NULL;
+    fix_init(&f, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_S, probe_fn, &p, &h), 0);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    CHECK_EQ_INT(rota_service_check(f.svc, &why), 0);
+    struct rec *r = rec_at(f.svc, h.index);
+    atomic_fetch_and(&r->word, ~(uint64_t)F_LIVE);
+    CHECK_EQ_INT(rota_service_check(f.svc, &why), ROTA_ECORRUPT);
+    CHECK(why != NULL);
+    printf("     planted fault reported: %s\n", why ? why : "(none)");
+    atomic_fetch_or(&r->word, (uint64_t)F_LIVE);
+    CHECK_EQ_INT(rota_service_check(f.svc, &why), 0);
+    fix_fini(&f);
+}
+
+static const struct h_test tests[] = {
+    H_TEST(test_create_errors),
+    H_TEST(test_fires_at_deadline),
+    H_TEST(test_sleeps_until_next_deadline),
+    H_TEST(test_idle_no_wakeups),
+    H_TEST(test_try_cancel_cancelled),
+    H_TEST(test_try_cancel_not_pending),
+    H_TEST(test_try_cancel_running),
+    H_TEST(test_cancel_from_own_callback),
+    H_TEST(test_cancel_sync_periodic_running),
+    H_TEST(test_apollo_race),
+    H_TEST(test_stale_handles),
+    H_TEST(test_touch),
+    H_TEST(test_touch_periodic),
+    H_TEST(test_periodic_schedule),
+    H_TEST(test_periodic_missed),
+    H_TEST(test_periodic_owed_fires),
+    H_TEST(test_periodic_touch_while_owed),
+    H_TEST(test_pending_cap),
+    H_TEST(test_stop_hands_back),
+    H_TEST(test_stop_with_queued_callback),
+    H_TEST(test_lifecycle_from_callback),
+    H_TEST(test_order_and_cancel_in_batch),
+    H_TEST(test_zero_delay_rearm),
+    H_TEST(test_huge_delay),
+    H_TEST(test_stats),
+    H_TEST(test_slab_and_reclaim),
+    H_TEST(test_allocation_failure),
+    H_TEST(test_check_catches_fault),
+};
+
+int main(int argc, char **argv)
+{
+    return h_main(argc, argv, tests, H_COUNT(tests));
+}
