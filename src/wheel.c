@@ -348,25 +348,28 @@ static uint64_t take_due(struct rota_wheel *w, struct rota_timer *t)
     return w->now_ - fired;
 }
 
-/*
- * Start a call that may fire timers.  Returns false when the call has
- * nothing to do: the clock went backwards (counted), or nothing can be due
- * yet (the cheap idle path).
- */
-static bool begin_pass(struct rota_wheel *w, uint64_t now)
+/* What begin_pass() found. */
+enum pass_start {
+    PASS_RUN,       /* something may be due: run the pass */
+    PASS_IDLE,      /* nothing can be due yet: the cheap idle path */
+    PASS_BACKWARDS, /* the clock went backwards: counted, time kept */
+};
+
+/* Start a call that may fire timers. */
+static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
 {
     if (now > ROTA_MAX_DEADLINE) /* UINT64_MAX is ROTA_NEVER, not a time */
         now = ROTA_MAX_DEADLINE;
     if (now < w->now_) {
         w->stats_.clock_backwards++;
-        return false;
+        return PASS_BACKWARDS;
     }
     w->now_ = now;
     if (list_empty(&w->due_) && now < w->next_step_) {
         w->cur_ = now;
-        return false;
+        return PASS_IDLE;
     }
-    return true;
+    return PASS_RUN;
 }
 
 /* Timers armed by callbacks with a deadline <= now join the wheel. */
@@ -410,39 +413,91 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
     return 0;
 }
 
-int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now,
-                           size_t max_fires, size_t *fired)
+/*
+ * The idle path of advance and expire, kept small enough to inline into
+ * them: most calls of a mostly idle wheel (a loop waking for I/O) end here
+ * after two compares and two stores.  next_step_ <= ROTA_NEVER, so a `now`
+ * below it is a valid time.
+ */
+static inline bool advance_idle(struct rota_wheel *w, uint64_t now)
+{
+    if (now < w->now_ || now >= w->next_step_ || !list_empty(&w->due_))
+        return false;
+    w->now_ = now;
+    w->cur_ = now;
+    return true;
+}
+
+static int __attribute__((noinline))
+advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
+             size_t *fired)
 {
     size_t count = 0;
+    int more = 0;
 
-    if (w == NULL)
-        return ROTA_EINVAL;
-    if (w->in_pass_)
-        return ROTA_EBUSY;
-    if (begin_pass(w, now)) {
+    switch (begin_pass(w, now)) {
+    case PASS_IDLE: /* the hot path of a mostly idle wheel: nothing due */
+        break;
+    case PASS_BACKWARDS: /* an earlier budget may have left timers due */
+        more = peek_due(w) != NULL;
+        break;
+    case PASS_RUN: {
         struct rota_timer *t;
+        bool budget_spent = false;
         w->in_pass_ = 1;
-        while (count < max_fires && (t = peek_due(w)) != NULL) {
+        for (;;) {
+            if (count == max_fires) {
+                budget_spent = true;
+                break;
+            }
+            if ((t = peek_due(w)) == NULL)
+                break;
             rota_timer_fn *fn = t->fn_;
             uint64_t late = take_due(w, t);
             count++;
             if (fn != NULL)
                 fn(w, t, late); /* may free t: not touched afterwards */
         }
+        /* Unless the budget stopped the loop, it saw no due timer left;
+         * then only deferred timers can be due. */
+        bool maybe_more = budget_spent || !list_empty(&w->deferred_);
         end_pass(w);
+        more = maybe_more && peek_due(w) != NULL;
+        break;
     }
+    }
+    *fired = count;
+    return more;
+}
+
+int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now,
+                           size_t max_fires, size_t *fired)
+{
+    size_t count = 0;
+    int more = 0;
+
+    if (w == NULL)
+        return ROTA_EINVAL;
+    if (w->in_pass_)
+        return ROTA_EBUSY;
+    if (!advance_idle(w, now))
+        more = advance_pass(w, now, max_fires, &count);
     if (fired != NULL)
         *fired = count;
-    return peek_due(w) != NULL;
+    return more;
 }
 
 int rota_wheel_advance(struct rota_wheel *w, uint64_t now)
 {
     size_t fired;
-    int rc = rota_wheel_advance_max(w, now, SIZE_MAX, &fired);
 
-    if (rc < 0)
-        return rc;
+    if (w == NULL)
+        return ROTA_EINVAL;
+    if (w->in_pass_)
+        return ROTA_EBUSY;
+    if (advance_idle(w, now))
+        return 0;
+    advance_pass(w, now, SIZE_MAX, &fired);
     return fired > INT_MAX ? INT_MAX : (int)fired;
 }
 
@@ -450,21 +505,36 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
                       struct rota_timer **out, size_t cap, size_t *n)
 {
     size_t count = 0;
+    int more = 0;
 
     if (w == NULL || (out == NULL && cap != 0))
         return ROTA_EINVAL;
     if (w->in_pass_)
         return ROTA_EBUSY;
-    if (begin_pass(w, now)) {
+    switch (begin_pass(w, now)) {
+    case PASS_IDLE:
+        break;
+    case PASS_BACKWARDS:
+        more = peek_due(w) != NULL;
+        break;
+    case PASS_RUN: {
         struct rota_timer *t;
-        while (count < cap && (t = peek_due(w)) != NULL) {
+        for (;;) {
+            if (count == cap) {
+                more = peek_due(w) != NULL;
+                break;
+            }
+            if ((t = peek_due(w)) == NULL)
+                break;
             take_due(w, t);
             out[count++] = t;
         }
+        break;
+    }
     }
     if (n != NULL)
         *n = count;
-    return peek_due(w) != NULL;
+    return more;
 }
 
 /* The exact earliest deadline, computed (see the essay). */

@@ -1319,6 +1319,43 @@ TEST(advance_max_resumes_in_order)
     CHECK_WHEEL(&wheel);
 }
 
+TEST(more_due_reported_on_every_path)
+{
+    /* The "more due" result must hold whichever path a call takes: the
+     * idle fast path (nothing due: 0), a pass cut by the budget (1), a
+     * clock that went backwards after such a cut (1, firing nothing), and
+     * expire() in the same states. */
+    struct tn t[4];
+    struct rota_timer *out[4];
+    size_t fired = 99, n = 99;
+
+    rota_wheel_init(&wheel, 100);
+    tn_init_all(t, 4);
+    for (int i = 0; i < 4; i++)
+        rota_timer_arm(&wheel, &t[i].timer, 200);
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 150, 8, &fired), 0);
+    CHECK_EQ_U64(fired, 0);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 199), 0);
+    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 300, 1, &fired), 1);
+    CHECK_EQ_U64(fired, 1);
+    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 250, 8, &fired), 1);
+    CHECK_EQ_U64(fired, 0);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 250), 0);
+    CHECK_EQ_INT(rota_wheel_expire(&wheel, 250, out, 4, &n), 1);
+    CHECK_EQ_U64(n, 0);
+    CHECK_EQ_INT(rota_wheel_expire(&wheel, 300, out, 1, &n), 1);
+    CHECK_EQ_U64(n, 1);
+    CHECK(out[0] == &t[1].timer);
+    CHECK_EQ_INT(rota_wheel_expire(&wheel, 300, out, 2, &n), 0);
+    CHECK_EQ_U64(n, 2);
+    CHECK_EQ_INT(rota_wheel_expire(&wheel, 301, out, 2, &n), 0);
+    CHECK_EQ_U64(n, 0);
+    CHECK_EQ_U64(nent, 1);
+    CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
+    CHECK_WHEEL(&wheel);
+}
+
 static void arm_victim_now(struct rota_wheel *w, struct tn *self)
 {
     (void)self;
@@ -1864,6 +1901,7 @@ int main(int argc, char **argv)
         H_TEST(periodic_rearm_becomes_oneshot_and_touch_keeps_period),
         H_TEST(order_deadline_then_arm_order),
         H_TEST(advance_max_resumes_in_order),
+        H_TEST(more_due_reported_on_every_path),
         H_TEST(advance_max_budget_deferred_timers_join_at_pass_end),
         H_TEST(expire_small_caps_never_drop),
         H_TEST(next_deadline_exact),
