@@ -3,8 +3,10 @@
  * real library (rota_static).
  *
  * Mapping: one struct rota_wheel (allocated here, so MEM counts it) driven
- * with the simulated tick as its time; one node per timer = struct
- * rota_timer + the id (what a user embeds).  arm = rota_timer_arm, cancel =
+ * with the simulated tick as its time; one node per timer = a bare struct
+ * rota_timer in one array, its id being its index there (as a server's
+ * array of connections would use it: the callback finds the array from the
+ * wheel with rota_container_of, so no id field is stored).  arm = rota_timer_arm, cancel =
  * rota_timer_cancel, advance = rota_wheel_advance, periodic =
  * rota_timer_arm_periodic (ROTA_MISSED_SKIP; never late here anyway).
  * Two variants differ only in W2's re-arm:
@@ -20,22 +22,18 @@
 #include <rota.h>
 #include <stdlib.h>
 
-struct rota_node {
-    struct rota_timer timer;
-    uint32_t id;
-};
-
 struct rota_impl {
     struct rota_wheel wheel;
-    struct rota_node *nodes;
+    struct rota_timer *nodes;
 };
 
 static void on_fire(struct rota_wheel *wheel, struct rota_timer *timer,
                     uint64_t late)
 {
-    (void)wheel;
+    struct rota_impl *r = rota_container_of(wheel, struct rota_impl, wheel);
+
     (void)late;
-    bench_fired(rota_container_of(timer, struct rota_node, timer)->id);
+    bench_fired((uint32_t)(timer - r->nodes));
 }
 
 static void *create(uint32_t n, uint64_t now)
@@ -48,10 +46,8 @@ static void *create(uint32_t n, uint64_t now)
         bench_die("rota: out of memory for %u nodes", n);
     if (rota_wheel_init(&r->wheel, now) != 0)
         bench_die("rota_wheel_init failed");
-    for (uint32_t i = 0; i < n; i++) {
-        rota_timer_init(&r->nodes[i].timer, on_fire);
-        r->nodes[i].id = i;
-    }
+    for (uint32_t i = 0; i < n; i++)
+        rota_timer_init(&r->nodes[i], on_fire);
     return r;
 }
 
@@ -68,7 +64,7 @@ static void destroy(void *impl)
 static void arm(void *impl, uint32_t id, uint64_t deadline)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_arm(&r->wheel, &r->nodes[id].timer, deadline);
+    int rc = rota_timer_arm(&r->wheel, &r->nodes[id], deadline);
     if (rc != 0)
         bench_die("rota_timer_arm: %s", rota_strerror(rc));
 }
@@ -76,7 +72,7 @@ static void arm(void *impl, uint32_t id, uint64_t deadline)
 static void cancel(void *impl, uint32_t id)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_cancel(&r->wheel, &r->nodes[id].timer);
+    int rc = rota_timer_cancel(&r->wheel, &r->nodes[id]);
     if (rc != 1)
         bench_die("rota_timer_cancel returned %d for a pending timer", rc);
 }
@@ -84,9 +80,9 @@ static void cancel(void *impl, uint32_t id)
 static void touch(void *impl, uint32_t id, uint64_t deadline)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_touch(&r->wheel, &r->nodes[id].timer, deadline);
+    int rc = rota_timer_touch(&r->wheel, &r->nodes[id], deadline);
     if (rc == ROTA_ENOENT) /* it just fired: touch-or-arm, as a user would */
-        rc = rota_timer_arm(&r->wheel, &r->nodes[id].timer, deadline);
+        rc = rota_timer_arm(&r->wheel, &r->nodes[id], deadline);
     if (rc != 0)
         bench_die("rota_timer_touch: %s", rota_strerror(rc));
 }
@@ -95,7 +91,7 @@ static void arm_periodic(void *impl, uint32_t id, uint64_t first,
                          uint64_t period)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_arm_periodic(&r->wheel, &r->nodes[id].timer, first,
+    int rc = rota_timer_arm_periodic(&r->wheel, &r->nodes[id], first,
                                      period, ROTA_MISSED_SKIP);
     if (rc != 0)
         bench_die("rota_timer_arm_periodic: %s", rota_strerror(rc));
@@ -126,7 +122,7 @@ static const char *rota_skip(enum bench_workload wl)
 const struct bench_impl impl_rota = {
     .name = "rota",
     .skip = rota_skip,
-    .node_size = sizeof(struct rota_node),
+    .node_size = sizeof(struct rota_timer),
     .create = create,
     .destroy = destroy,
     .arm = arm,
@@ -140,7 +136,7 @@ const struct bench_impl impl_rota = {
 const struct bench_impl impl_rota_touch = {
     .name = "rota-touch",
     .skip = touch_skip,
-    .node_size = sizeof(struct rota_node),
+    .node_size = sizeof(struct rota_timer),
     .create = create,
     .destroy = destroy,
     .arm = arm,
