@@ -166,15 +166,17 @@ struct rota_link {
 
 /* Embed in your own object.  All fields are private: use the functions. */
 struct rota_timer {
-    /* private */
-    struct rota_link link_;
+    /* private.  What rota_timer_touch() reads and writes comes first, in
+     * 16 bytes that never straddle a cache line in an array of timers: a
+     * touch misses the cache at most once. */
     uint64_t deadline_; /* current deadline; may be later than the slot's */
-    uint64_t period_;   /* 0 for a one-shot timer */
-    rota_timer_fn *fn_;
     uint32_t wheel_id_; /* which wheel it is pending on, 0 when idle */
     uint16_t where_;    /* slot index, or a list tag (see wheel.c) */
     uint8_t flags_;     /* state and missed-tick policy */
     uint8_t magic_;     /* set by rota_timer_init(), checked by every call */
+    struct rota_link link_;
+    uint64_t period_; /* 0 for a one-shot timer */
+    rota_timer_fn *fn_;
 };
 
 /* Recover the object that embeds `ptr` as its `member`. */
