@@ -21,6 +21,7 @@
  * knows the true deadline.
  */
 #define _GNU_SOURCE /* timerfd, CLOCK_MONOTONIC under -std=c11 */
+#include "loop_common.h"
 #include "rota/epoll.h"
 
 #include <errno.h>
@@ -28,14 +29,6 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ticks * tick_ns, saturating. */
-static uint64_t ticks_to_ns(uint64_t ticks, uint64_t tick_ns)
-{
-    if (ticks != 0 && tick_ns > UINT64_MAX / ticks)
-        return UINT64_MAX;
-    return ticks * tick_ns;
-}
 
 /* Milliseconds from now_ns until at_ns, rounded up: a wait that ends short
  * of the deadline would wake the loop for nothing, and one of 0 ms would
@@ -57,7 +50,7 @@ int rota_epoll_timeout_at(struct rota_wheel *wheel, uint64_t now_ns,
     uint64_t next = rota_wheel_next_deadline(wheel);
     if (next == ROTA_NEVER)
         return -1;
-    return ms_until(ticks_to_ns(next, tick_ns), now_ns);
+    return ms_until(loop_ticks_to_ns(next, tick_ns), now_ns);
 }
 
 int rota_epoll_timeout(struct rota_wheel *wheel, const struct rota_clock *clock)
@@ -72,19 +65,12 @@ int rota_epoll_timeout(struct rota_wheel *wheel, const struct rota_clock *clock)
 
 /* ------------------------------------------------------ one timer per wheel */
 
-static uint64_t armed_count(const struct rota_wheel *wheel)
-{
-    struct rota_stats st;
-    rota_wheel_stats(wheel, &st);
-    return st.armed;
-}
-
 /* Wake at `deadline` (ticks). */
 static int arm_at(struct rota_epoll *et, uint64_t deadline)
 {
     et->rearms_++;
     if (et->tfd_ >= 0) {
-        uint64_t ns = ticks_to_ns(deadline, rota_clock_ns(&et->clock_, 1));
+        uint64_t ns = loop_ticks_to_ns(deadline, rota_clock_ns(&et->clock_, 1));
         struct itimerspec its = {{0, 0}, {0, 0}};
         /* An all-zero it_value disarms: a deadline at instant 0 (already
          * past) becomes 1 ns, which fires at once as it should. */
@@ -104,7 +90,7 @@ static int arm_at(struct rota_epoll *et, uint64_t deadline)
 /* After a wake-up (or at init): wake next at the wheel's next deadline. */
 static int rearm(struct rota_epoll *et)
 {
-    et->seen_armed_ = armed_count(et->wheel_);
+    et->seen_armed_ = loop_armed_count(et->wheel_);
     uint64_t next = rota_wheel_next_deadline(et->wheel_);
     if (next == ROTA_NEVER) {
         /* A spent timerfd stays quiet; a live one (init) is disarmed by
@@ -171,7 +157,7 @@ int rota_epoll_sync(struct rota_epoll *et)
 {
     if (et == NULL || et->wheel_ == NULL)
         return ROTA_EINVAL;
-    uint64_t count = armed_count(et->wheel_);
+    uint64_t count = loop_armed_count(et->wheel_);
     if (count == et->seen_armed_)
         return 0; /* nothing armed: nothing can be earlier than armed_ */
     et->seen_armed_ = count;
@@ -189,7 +175,7 @@ int rota_epoll_wait_ms(struct rota_epoll *et)
         return 0; /* the timerfd could not be armed: poll, never hang */
     if (et->tfd_ >= 0 || et->armed_ == ROTA_NEVER)
         return -1;
-    return ms_until(ticks_to_ns(et->armed_, rota_clock_ns(&et->clock_, 1)),
+    return ms_until(loop_ticks_to_ns(et->armed_, rota_clock_ns(&et->clock_, 1)),
                     rota_clock_now_ns(&et->clock_));
 }
 
@@ -234,7 +220,7 @@ int rota_epoll_dispatch(struct rota_epoll *et)
     int rc;
     if (more) {
         /* Timers remain due: wake again at once, after the loop polled. */
-        et->seen_armed_ = armed_count(et->wheel_);
+        et->seen_armed_ = loop_armed_count(et->wheel_);
         rc = arm_at(et, rota_wheel_now(et->wheel_));
     } else {
         rc = rearm(et);

@@ -15,16 +15,10 @@
  * callback with after = 0 runs in the next iteration, after a poll: a
  * wheel timer that re-arms itself with delay 0 cannot starve the loop.
  */
+#include "loop_common.h"
 #include "rota/ev.h"
 
 #include <stddef.h>
-
-static uint64_t ticks_to_ns(uint64_t ticks, uint64_t tick_ns)
-{
-    if (ticks != 0 && tick_ns > UINT64_MAX / ticks)
-        return UINT64_MAX;
-    return ticks * tick_ns;
-}
 
 uint64_t rota_ev_now(const struct rota_ev *rw)
 {
@@ -37,20 +31,9 @@ uint64_t rota_ev_deadline_after(const struct rota_ev *rw, uint64_t delay_ns)
                       : rota_clock_deadline_after(&rw->clock_, delay_ns);
 }
 
-/* The wheel's count of arms and earlier touches (rota_stats.armed): when it
- * has not moved since the last sync, no timer can have become earlier than
- * the arming, and the wheel need not be asked for its next deadline (which
- * costs a pass over a slot after the earliest timer was touched). */
-static uint64_t armed_count(const struct rota_wheel *wheel)
-{
-    struct rota_stats st;
-    rota_wheel_stats(wheel, &st);
-    return st.armed;
-}
-
 static void arm_at(struct rota_ev *rw, uint64_t deadline)
 {
-    uint64_t at_ns = ticks_to_ns(deadline, rota_clock_ns(&rw->clock_, 1));
+    uint64_t at_ns = loop_ticks_to_ns(deadline, rota_clock_ns(&rw->clock_, 1));
     uint64_t now_ns = rota_clock_now_ns(&rw->clock_);
     double after = at_ns > now_ns ? (double)(at_ns - now_ns) / 1e9 : 0.0;
 
@@ -66,7 +49,7 @@ int rota_ev_sync(struct rota_ev *rw)
 {
     if (rw == NULL || !rw->started_)
         return ROTA_EINVAL;
-    uint64_t count = armed_count(rw->wheel_);
+    uint64_t count = loop_armed_count(rw->wheel_);
     if (count == rw->seen_armed_)
         return 0;
     rw->seen_armed_ = count;
@@ -86,7 +69,7 @@ static void on_ev_timer(struct ev_loop *loop, ev_timer *w, int revents)
     rw->wakeups_++;
     rw->armed_ = ROTA_NEVER; /* libev stopped the one-shot timer */
     rota_wheel_advance(rw->wheel_, rota_clock_now(&rw->clock_));
-    rw->seen_armed_ = armed_count(rw->wheel_);
+    rw->seen_armed_ = loop_armed_count(rw->wheel_);
     uint64_t next = rota_wheel_next_deadline(rw->wheel_);
     if (next != ROTA_NEVER)
         arm_at(rw, next);

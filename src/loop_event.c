@@ -16,17 +16,11 @@
  * next iteration, after a poll: a wheel timer that re-arms itself with delay
  * 0 cannot starve the loop.
  */
+#include "loop_common.h"
 #include "rota/event.h"
 
 #include <stddef.h>
 #include <sys/time.h>
-
-static uint64_t ticks_to_ns(uint64_t ticks, uint64_t tick_ns)
-{
-    if (ticks != 0 && tick_ns > UINT64_MAX / ticks)
-        return UINT64_MAX;
-    return ticks * tick_ns;
-}
 
 uint64_t rota_event_now(const struct rota_event *rw)
 {
@@ -40,20 +34,9 @@ uint64_t rota_event_deadline_after(const struct rota_event *rw,
                       : rota_clock_deadline_after(&rw->clock_, delay_ns);
 }
 
-/* The wheel's count of arms and earlier touches (rota_stats.armed): when it
- * has not moved since the last sync, no timer can have become earlier than
- * the arming, and the wheel need not be asked for its next deadline (which
- * costs a pass over a slot after the earliest timer was touched). */
-static uint64_t armed_count(const struct rota_wheel *wheel)
-{
-    struct rota_stats st;
-    rota_wheel_stats(wheel, &st);
-    return st.armed;
-}
-
 static int arm_at(struct rota_event *rw, uint64_t deadline)
 {
-    uint64_t at_ns = ticks_to_ns(deadline, rota_clock_ns(&rw->clock_, 1));
+    uint64_t at_ns = loop_ticks_to_ns(deadline, rota_clock_ns(&rw->clock_, 1));
     uint64_t now_ns = rota_clock_now_ns(&rw->clock_);
     uint64_t wait_ns = at_ns > now_ns ? at_ns - now_ns : 0;
     /* libevent adds the timeout to its time as a timeval; keep the seconds
@@ -84,7 +67,7 @@ int rota_event_sync(struct rota_event *rw)
 {
     if (rw == NULL || rw->timer_ == NULL)
         return ROTA_EINVAL;
-    uint64_t count = armed_count(rw->wheel_);
+    uint64_t count = loop_armed_count(rw->wheel_);
     if (count == rw->seen_armed_)
         return 0;
     rw->seen_armed_ = count;
@@ -103,7 +86,7 @@ static void on_evtimer(evutil_socket_t fd, short what, void *arg)
     rw->wakeups_++;
     rw->armed_ = ROTA_NEVER; /* a non-persistent event is deleted once run */
     rota_wheel_advance(rw->wheel_, rota_clock_now(&rw->clock_));
-    rw->seen_armed_ = armed_count(rw->wheel_);
+    rw->seen_armed_ = loop_armed_count(rw->wheel_);
     uint64_t next = rota_wheel_next_deadline(rw->wheel_);
     if (next != ROTA_NEVER)
         arm_at(rw, next); /* on failure the next sync tries again */

@@ -19,17 +19,10 @@
  * ref'ed meanwhile so that a loop with nothing else alive still gets there.
  */
 #define _GNU_SOURCE /* uv.h needs pthread types under -std=c11 */
+#include "loop_common.h"
 #include "rota/uv.h"
 
 #include <stddef.h>
-
-/* ticks * tick_ns, saturating. */
-static uint64_t ticks_to_ns(uint64_t ticks, uint64_t tick_ns)
-{
-    if (ticks != 0 && tick_ns > UINT64_MAX / ticks)
-        return UINT64_MAX;
-    return ticks * tick_ns;
-}
 
 static uint64_t loop_ticks(const struct rota_uv *rw)
 {
@@ -48,23 +41,12 @@ uint64_t rota_uv_deadline_after(const struct rota_uv *rw, uint64_t delay_ns)
                       : rota_clock_deadline_after(&rw->clock_, delay_ns);
 }
 
-/* The wheel's count of arms and earlier touches (rota_stats.armed): when it
- * has not moved since the last sync, no timer can have become earlier than
- * the arming, and the wheel need not be asked for its next deadline (which
- * costs a pass over a slot after the earliest timer was touched). */
-static uint64_t armed_count(const struct rota_wheel *wheel)
-{
-    struct rota_stats st;
-    rota_wheel_stats(wheel, &st);
-    return st.armed;
-}
-
 static void on_uv_timer(uv_timer_t *handle);
 
 /* Start the uv timer so that it runs once uv_now() >= deadline (ticks). */
 static void arm_at(struct rota_uv *rw, uint64_t deadline)
 {
-    uint64_t at_ns = ticks_to_ns(deadline, rw->tick_ns_);
+    uint64_t at_ns = loop_ticks_to_ns(deadline, rw->tick_ns_);
     uint64_t at_ms = at_ns / 1000000u + (at_ns % 1000000u != 0);
     uint64_t now_ms = uv_now(rw->loop_);
 
@@ -79,7 +61,7 @@ int rota_uv_sync(struct rota_uv *rw)
 {
     if (rw == NULL || rw->wheel_ == NULL)
         return ROTA_EINVAL;
-    uint64_t count = armed_count(rw->wheel_);
+    uint64_t count = loop_armed_count(rw->wheel_);
     if (count == rw->seen_armed_)
         return 0;
     rw->seen_armed_ = count;
@@ -93,7 +75,7 @@ int rota_uv_sync(struct rota_uv *rw)
 /* The wheel's next deadline, accounting for every arm so far. */
 static uint64_t next_deadline(struct rota_uv *rw)
 {
-    rw->seen_armed_ = armed_count(rw->wheel_);
+    rw->seen_armed_ = loop_armed_count(rw->wheel_);
     return rota_wheel_next_deadline(rw->wheel_);
 }
 

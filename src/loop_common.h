@@ -1,0 +1,32 @@
+/*
+ * loop_common.h - what every event-loop adapter (loop_*.c) shares.  Internal:
+ * not installed.
+ */
+#ifndef ROTA_LOOP_COMMON_H
+#define ROTA_LOOP_COMMON_H
+
+#include "rota.h"
+
+#include <stdint.h>
+
+/* ticks * tick_ns, saturating: a deadline far away stays far away. */
+static inline uint64_t loop_ticks_to_ns(uint64_t ticks, uint64_t tick_ns)
+{
+    if (ticks != 0 && tick_ns > UINT64_MAX / ticks)
+        return UINT64_MAX;
+    return ticks * tick_ns;
+}
+
+/* The wheel's count of arms and earlier touches (rota_stats.armed): when it
+ * has not moved since the last sync, no timer can have become earlier than
+ * the OS timer's arming, and the wheel need not be asked for its next
+ * deadline (which costs a pass over a slot after the earliest timer was
+ * touched). */
+static inline uint64_t loop_armed_count(const struct rota_wheel *wheel)
+{
+    struct rota_stats st;
+    rota_wheel_stats(wheel, &st);
+    return st.armed;
+}
+
+#endif
