@@ -41,6 +41,29 @@
  *   in the old array if its old bucket index is at or after the move
  *   cursor, else in the new one, so a lookup reads exactly one bucket.
  *
+ * INSTRUCTIONS COUNT TOO
+ *   Counting misses is not enough: the CPU overlaps this operation's entry
+ *   miss with the next operation's bucket miss only when the instructions
+ *   between them fit its reorder window (a few hundred), and a 1e5-key table
+ *   sits in the L3, where the path length is the cost.  So a set or move
+ *   is one call: hash, bucket and chain walk are inlined into it, no public
+ *   function calls another (they are interposable symbols in the shared
+ *   library, so the compiler may not inline them), the fast hash's secrets
+ *   are derived once at create, and a deadline costs one wheel call
+ *   (touch; arm only when touch says the timer was idle).  Measured on W6
+ *   (shared/BENCH.md) with callgrind at 1e5 keys: 396 instructions an
+ *   operation before this was done, 273 after (the benchmark's own loop is
+ *   66 of them; the hashed-rounds baseline takes 133 in all), for about the
+ *   same number of cache misses as the baseline.  What remains is mostly
+ *   the wheel's touch (about 50) and the exactness it buys.  At 1e5 keys
+ *   the rest of the gap is footprint: 10.6 MB of entries and buckets
+ *   against the baseline's 7.4 MB, about the L3 share a loaded machine
+ *   gives (callgrind with an 8 MB last level: 0.42 misses an operation
+ *   against none), so the ratio there swings with the neighbours.  The
+ *   lever is a smaller entry: 88 bytes take a 96-byte malloc chunk, 72
+ *   would take 80 (the 8-byte key stored once, in `head`, and its length
+ *   and hash folded away).
+ *
  * THE GUARANTEES AND WHY THEY HOLD
  *   - One live entry per key: the table holds at most one entry per key and
  *     an entry's timer is pending only while the entry is in the table;
@@ -54,8 +77,9 @@
  *   - Never early, exact, no idle cost: the wheel's (rota.h).
  *
  * HASHING
- *   A fast multiply-fold hash under the map's 128-bit seed (keyed_hash.h),
- *   and SipHash-1-3 from the first chain longer than FLOOD_CHAIN on.
+ *   A fast multiply-fold hash under the map's 128-bit seed (keyed_hash.h;
+ *   its secrets premixed once, in `fk`), and SipHash-1-3 from the first
+ *   chain longer than FLOOD_CHAIN on.
  *   Measured at a million 8-byte keys, SipHash made a lookup 15-20% slower:
  *   its serial rounds delay the bucket address the next miss needs.  Random
  *   keys never make such a chain (chains average the load, at most 1), so
@@ -76,6 +100,17 @@
  *     is hashed from the stored hash, not the key.
  *   - Rehashing all at once: a 1e7-key map would stall for ~100 ms in one
  *     set; a zeroed new array would stall for its memset.
+ *   - Entries stored in the table itself (open addressing): one dependent
+ *     miss per lookup instead of two, and a prototype ran W6 at 1e6 keys
+ *     in about 0.36 of the rounds baseline's time (this design: about
+ *     0.6).  But entries then move (on growth, and on deletion by back
+ *     shifting), and the wheel links timers by address.  Moving a pending
+ *     timer through the wheel's API (cancel, arm at the new address) puts
+ *     it behind later-set equal deadlines, and inside an advance defers a
+ *     due entry to the next advance; both break documented guarantees.
+ *     It needs a wheel primitive that moves a pending timer to a new
+ *     address in place (splice the node, keep its slot and order), O(1),
+ *     plus the variable-length key kept outside the table.
  */
 #define _DEFAULT_SOURCE /* getrandom() */
 #include "rota/keyed.h"
@@ -126,6 +161,7 @@ struct rota_keyed {
     size_t count;
     size_t expiring;
     uint64_t k0, k1;
+    struct rota__fastkey fk; /* the fast hash's secrets, from (k0, k1) */
     bool sip; /* switched to SipHash after a suspiciously long chain */
     struct rota_keyed_allocator alloc;
     rota_keyed_expire_fn *expire;
@@ -178,25 +214,35 @@ static void free_entry(struct rota_keyed *m, struct entry *e)
 
 /* -------------------------------------------------------------- table */
 
-static uint32_t hash_key(const struct rota_keyed *m, const void *key,
-                         size_t len)
+static __attribute__((noinline)) uint32_t
+sip_key(const struct rota_keyed *m, const void *key, size_t len)
 {
-    if (m->sip)
-        return (uint32_t)rota__siphash(1, 3, m->k0, m->k1, key, len);
-    return (uint32_t)rota__fasthash(m->k0, m->k1, key, len);
+    return (uint32_t)rota__siphash(1, 3, m->k0, m->k1, key, len);
 }
 
-static uint64_t head_of(const void *key, uint32_t len)
+/* Inlined into every lookup: a call here costs more than the hash. */
+static inline __attribute__((always_inline)) uint32_t
+hash_key(const struct rota_keyed *m, const void *key, size_t len)
+{
+    if (__builtin_expect(m->sip, 0))
+        return sip_key(m, key, len);
+    return (uint32_t)rota__fasthash_k(&m->fk, key, len);
+}
+
+static inline uint64_t head_of(const void *key, uint32_t len)
 {
     uint64_t head = 0;
-    if (len != 0)
-        memcpy(&head, key, len < 8 ? len : 8);
+    if (len >= 8)
+        memcpy(&head, key, 8); /* one load */
+    else if (len != 0)
+        memcpy(&head, key, len);
     return head;
 }
 
 /* The bucket that holds (or would hold) a key with hash h; the table must
  * have buckets.  See the essay for the rule during a resize. */
-static struct entry **bucket_for(const struct rota_keyed *m, uint32_t h)
+static inline struct entry **bucket_for(const struct rota_keyed *m,
+                                        uint32_t h)
 {
     size_t old = h & (m->table[0].size - 1);
     if (m->resizing && old < m->cursor)
@@ -204,18 +250,19 @@ static struct entry **bucket_for(const struct rota_keyed *m, uint32_t h)
     return &m->table[0].bucket[old];
 }
 
-static bool key_equal(const struct entry *e, uint32_t h, uint64_t head,
-                      const void *key, uint32_t len)
+static inline bool key_equal(const struct entry *e, uint32_t h,
+                             uint64_t head, const void *key, uint32_t len)
 {
-    return e->hash == h && e->key_len == len && e->head == head &&
+    return e->head == head && e->hash == h && e->key_len == len &&
            (len <= 8 ||
             memcmp(e->key + 8, (const unsigned char *)key + 8, len - 8) == 0);
 }
 
 /* The link that points at the key's entry, or NULL.  *walked receives the
  * number of entries compared. */
-static struct entry **find(const struct rota_keyed *m, uint32_t h,
-                           const void *key, uint32_t len, size_t *walked)
+static inline struct entry **find(const struct rota_keyed *m, uint32_t h,
+                                  const void *key, uint32_t len,
+                                  size_t *walked)
 {
     size_t n = 0;
     uint64_t head = head_of(key, len);
@@ -244,22 +291,22 @@ static void rehash_with_siphash(struct rota_keyed *m);
 
 /* find() for the calls that may change the map: track the longest chain
  * and switch hashes when it says keys were chosen to collide. */
-static struct entry **find_noting(struct rota_keyed *m, const void *key,
-                                  uint32_t len, uint32_t *h)
+static inline struct entry **find_noting(struct rota_keyed *m,
+                                         const void *key, uint32_t len,
+                                         uint32_t *h)
 {
     size_t walked;
 
     *h = hash_key(m, key, len);
     struct entry **link = find(m, *h, key, len, &walked);
-    if (walked > FLOOD_CHAIN && !m->sip) {
-        rehash_with_siphash(m);
-        m->longest_chain =
-            walked > m->longest_chain ? walked : m->longest_chain;
-        *h = hash_key(m, key, len);
-        link = find(m, *h, key, len, &walked);
-    }
-    if (walked > m->longest_chain)
+    if (walked > m->longest_chain) { /* rare: a new record */
         m->longest_chain = walked;
+        if (walked > FLOOD_CHAIN && !m->sip) {
+            rehash_with_siphash(m);
+            *h = hash_key(m, key, len);
+            link = find(m, *h, key, len, &walked);
+        }
+    }
     return link;
 }
 
@@ -392,20 +439,16 @@ static uint64_t deadline_in(const struct rota_keyed *m, uint64_t ttl)
 
 /* Give an entry in the table its new deadline.  The calls cannot fail: the
  * wheel and the timer are the map's own and initialised. */
-static void apply_deadline(struct rota_keyed *m, struct entry *e,
-                           uint64_t deadline)
+static inline void apply_deadline(struct rota_keyed *m, struct entry *e,
+                                  uint64_t deadline)
 {
-    bool pending = rota_timer_pending(&e->timer);
-
     if (deadline == ROTA_NEVER) {
-        if (pending) {
-            (void)rota_timer_cancel(&m->wheel, &e->timer);
+        if (rota_timer_cancel(&m->wheel, &e->timer) == 1)
             m->expiring--;
-        }
-    } else if (pending) {
-        /* Later: a store; earlier: the wheel re-files it. */
-        (void)rota_timer_touch(&m->wheel, &e->timer, deadline);
-    } else {
+    } else if (rota_timer_touch(&m->wheel, &e->timer, deadline) ==
+               ROTA_ENOENT) {
+        /* Touch moves only a pending timer (later: a store; earlier: the
+         * wheel re-files it); this one had no deadline. */
         (void)rota_timer_arm(&m->wheel, &e->timer, deadline);
         m->expiring++;
     }
@@ -477,6 +520,7 @@ int rota_keyed_create(struct rota_keyed **out,
     m->bytes = sizeof *m;
     m->k0 = rota__sip_load64(seed);
     m->k1 = rota__sip_load64(seed + 8);
+    m->fk = rota__fastkey_of(m->k0, m->k1);
     *out = m;
     return 0;
 }
@@ -549,14 +593,20 @@ static int insert(struct rota_keyed *m, uint32_t h, const void *key,
     e->next = *head;
     *head = e;
     m->count++;
-    apply_deadline(m, e, deadline);
+    if (deadline != ROTA_NEVER) {
+        (void)rota_timer_arm(&m->wheel, &e->timer, deadline);
+        m->expiring++;
+    }
     maybe_resize(m);
     resize_step(m, MOVES_PER_INSERT);
     return 0;
 }
 
-int rota_keyed_set_at(struct rota_keyed *m, const void *key, size_t key_len,
-                      void *value, uint64_t deadline, void **old_value)
+/* The public functions are interposable symbols in the shared library, so
+ * they call these instead of one another: one call per operation. */
+static inline int set_at(struct rota_keyed *m, const void *key,
+                         size_t key_len, void *value, uint64_t deadline,
+                         void **old_value)
 {
     int rc = check_key(m, key, key_len);
     if (rc != 0)
@@ -574,17 +624,22 @@ int rota_keyed_set_at(struct rota_keyed *m, const void *key, size_t key_len,
     return insert(m, h, key, len, value, deadline);
 }
 
+int rota_keyed_set_at(struct rota_keyed *m, const void *key, size_t key_len,
+                      void *value, uint64_t deadline, void **old_value)
+{
+    return set_at(m, key, key_len, value, deadline, old_value);
+}
+
 int rota_keyed_set(struct rota_keyed *m, const void *key, size_t key_len,
                    void *value, uint64_t ttl, void **old_value)
 {
     if (m == NULL)
         return ROTA_EINVAL;
-    return rota_keyed_set_at(m, key, key_len, value, deadline_in(m, ttl),
-                             old_value);
+    return set_at(m, key, key_len, value, deadline_in(m, ttl), old_value);
 }
 
-int rota_keyed_move_at(struct rota_keyed *m, const void *key, size_t key_len,
-                       uint64_t deadline)
+static inline int move_at(struct rota_keyed *m, const void *key,
+                          size_t key_len, uint64_t deadline)
 {
     int rc = check_key(m, key, key_len);
     if (rc != 0)
@@ -597,12 +652,18 @@ int rota_keyed_move_at(struct rota_keyed *m, const void *key, size_t key_len,
     return 0;
 }
 
+int rota_keyed_move_at(struct rota_keyed *m, const void *key, size_t key_len,
+                       uint64_t deadline)
+{
+    return move_at(m, key, key_len, deadline);
+}
+
 int rota_keyed_move(struct rota_keyed *m, const void *key, size_t key_len,
                     uint64_t ttl)
 {
     if (m == NULL)
         return ROTA_EINVAL;
-    return rota_keyed_move_at(m, key, key_len, deadline_in(m, ttl));
+    return move_at(m, key, key_len, deadline_in(m, ttl));
 }
 
 int rota_keyed_remove(struct rota_keyed *m, const void *key, size_t key_len,

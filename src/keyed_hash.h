@@ -4,7 +4,9 @@
  * rota__fasthash(): a multiply-fold hash in the style of wyhash (written
  * here from the idea: 64x64->128-bit multiplies of key words xored with
  * secret words, high and low halves folded), keyed by the map's 128-bit
- * seed.  A handful of instructions for a short key.  Speed matters more
+ * seed.  A handful of instructions for a short key, once the seed's
+ * secrets are premixed (rota__fastkey_of(), once per map; the map hashes
+ * with rota__fasthash_k(), equal to rota__fasthash()).  Speed matters more
  * than it seems: with SipHash every lookup at a million keys took twice as
  * long, because its long serial chain of rounds keeps the CPU from running
  * ahead to the next operation's cache misses.
@@ -145,18 +147,33 @@ static inline uint64_t rota__load32(const unsigned char *p)
            (uint64_t)p[3] << 24;
 }
 
-/* The fast seeded hash of `len` bytes under (k0, k1).  Every byte of the
- * key and its length reach the result: keys up to 16 bytes are read as
- * two (possibly overlapping) words, longer ones 16 bytes a step. */
-static inline uint64_t rota__fasthash(uint64_t k0, uint64_t k1,
-                                      const void *data, size_t len)
+/* The fast hash's secrets, derived once from the seed (k0, k1) so a hash
+ * does not redo the premixing multiply. */
+struct rota__fastkey {
+    uint64_t c0, c1, seed, k0;
+};
+
+static inline struct rota__fastkey rota__fastkey_of(uint64_t k0, uint64_t k1)
 {
-    const unsigned char *p = (const unsigned char *)data;
-    const uint64_t c0 = UINT64_C(0xa0761d6478bd642f) ^ k1;
-    const uint64_t c1 = UINT64_C(0xe7037ed1a0b428db) ^ (k1 << 32 | k1 >> 32);
+    struct rota__fastkey fk;
+    fk.c0 = UINT64_C(0xa0761d6478bd642f) ^ k1;
+    fk.c1 = UINT64_C(0xe7037ed1a0b428db) ^ (k1 << 32 | k1 >> 32);
     /* Premixed, so no seed (not even 0 or 1) multiplies by a small
      * number and lets two changed words cancel. */
-    uint64_t seed = rota__mum(k0 ^ c0, k1 ^ c1), a, b;
+    fk.seed = rota__mum(k0 ^ fk.c0, k1 ^ fk.c1);
+    fk.k0 = k0;
+    return fk;
+}
+
+/* The fast seeded hash of `len` bytes under the secrets `fk`.  Every byte
+ * of the key and its length reach the result: keys up to 16 bytes are read
+ * as two (possibly overlapping) words, longer ones 16 bytes a step. */
+static inline uint64_t rota__fasthash_k(const struct rota__fastkey *fk,
+                                        const void *data, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    const uint64_t c0 = fk->c0, c1 = fk->c1;
+    uint64_t seed = fk->seed, a, b;
 
     if (len <= 16) {
         if (len >= 8) {
@@ -184,7 +201,15 @@ static inline uint64_t rota__fasthash(uint64_t k0, uint64_t k1,
     }
     uint64_t lo, hi;
     rota__mul128(a ^ c0, b ^ seed ^ c1, &lo, &hi);
-    return rota__mum(lo ^ c1 ^ (uint64_t)len, hi ^ c0 ^ k0);
+    return rota__mum(lo ^ c1 ^ (uint64_t)len, hi ^ c0 ^ fk->k0);
+}
+
+/* The same hash under the seed (k0, k1) itself. */
+static inline uint64_t rota__fasthash(uint64_t k0, uint64_t k1,
+                                      const void *data, size_t len)
+{
+    struct rota__fastkey fk = rota__fastkey_of(k0, k1);
+    return rota__fasthash_k(&fk, data, len);
 }
 
 #endif /* ROTA_KEYED_HASH_H */

@@ -291,6 +291,18 @@ static void test_persistent_entries(void)
     CHECK_EQ_INT(rota_keyed_move(map, K("forever"), 5), 0);
     CHECK_EQ_INT(rota_keyed_advance(map, 1000005), 1);
     CHECK_EQ_INT(rota_keyed_count(map), 2);
+    /* ... and so can a set on one (an arm, not a touch, inside). */
+    CHECK_EQ_INT(rota_keyed_set(map, K("persisted"), &v[5], 3, NULL), 1);
+    rota_keyed_stats(map, &st);
+    CHECK_EQ_INT(st.expiring, 1);
+    CHECK_EQ_INT(rota_keyed_get(map, K("persisted"), NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, 1000008);
+    check_ok(map);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1000007), 0);
+    CHECK_EQ_INT(rota_keyed_advance(map, 1000008), 1);
+    CHECK_EQ_INT(log.n, 2);
+    CHECK(log.f[1].value == &v[5]);
+    CHECK_EQ_INT(rota_keyed_count(map), 1);
     check_ok(map);
     rota_keyed_destroy(map);
 }
@@ -837,6 +849,28 @@ static void test_fasthash_uses_every_byte(void)
     CHECK(rota__fasthash(1, 2, buf, 8) != rota__fasthash(1, 4, buf, 8));
 }
 
+/* The map hashes with secrets derived once (rota__fastkey_of): the same
+ * values as rota__fasthash(k0, k1), pinned so a change to either shows. */
+static void test_fasthash_precomputed_secrets(void)
+{
+    static const size_t lens[] = {0, 3, 8, 13, 16, 40};
+    static const uint64_t want[] = {
+        UINT64_C(0xb72f6af8f6f56fa1), UINT64_C(0x196699fea3361a19),
+        UINT64_C(0xbbf92058c6796993), UINT64_C(0x7c5b9e61462d0a58),
+        UINT64_C(0x76a752454912bc27), UINT64_C(0x0a6e815000e35ccc)};
+    const uint64_t k0 = UINT64_C(0x0706050403020100);
+    const uint64_t k1 = UINT64_C(0x0f0e0d0c0b0a0908);
+    const struct rota__fastkey fk = rota__fastkey_of(k0, k1);
+    unsigned char buf[40];
+
+    for (int i = 0; i < 40; i++)
+        buf[i] = (unsigned char)(i * 7 + 1);
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        CHECK_EQ_U64(rota__fasthash(k0, k1, buf, lens[i]), want[i]);
+        CHECK_EQ_U64(rota__fasthash_k(&fk, buf, lens[i]), want[i]);
+    }
+}
+
 /* ---------------------------------------------------------- the wheel */
 
 struct own_timer {
@@ -922,6 +956,7 @@ static const struct h_test tests[] = {
     H_TEST(test_siphash_reference),
     H_TEST(test_flooding_switches_to_siphash),
     H_TEST(test_fasthash_uses_every_byte),
+    H_TEST(test_fasthash_precomputed_secrets),
     H_TEST(test_own_timers_on_the_wheel),
 };
 
