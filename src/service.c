@@ -65,6 +65,29 @@
  *   are consecutive periods (due + k * period); other fires that come while
  *   one is owed are folded into it (stats.merged).
  *
+ *   Staging.  A wheel moves a high-level slot's timers down all at once
+ *   when the slot comes due (a cascade), and its exact next deadline scans
+ *   the earliest slot.  When one thread arms 1e5 timers over a second,
+ *   each slot at level 3 (2^18 ticks, 262 ms of 1 us ticks) holds ~26000
+ *   of them: the scan and the cascade each held the shard's lock and the
+ *   service thread for ~4 ms at every such boundary, and the timers due
+ *   then fired up to 8 ms late (S2: p99 3 ms).  So a timer due more than a
+ *   band (STAGE_SHIFT: 2048 ticks) ahead does not go to the wheel at
+ *   once: it waits on its shard's list for its band (O(1), FIFO), and the
+ *   service thread moves each band into the wheel when the band before it
+ *   starts, STAGE_BATCH per lock hold, before it advances the wheel.  A
+ *   timer thus enters the wheel at most two bands before its deadline,
+ *   where it is filed low and cascades in small groups, and the service
+ *   thread's work is spread evenly over time.  Bands beyond STAGE_BANDS
+ *   go to the wheel directly.  The rule depends only on the deadline and
+ *   on the shard's band cursor (stage_next), under the shard lock, so
+ *   timers with equal deadlines armed by one thread still enter the wheel
+ *   in arm order.  A staged timer is LIVE and not in the wheel; cancel,
+ *   touch and stop take it off its list.  Before it sleeps, the service
+ *   thread moves early any band whose move would come before the wheel's
+ *   next deadline, so it still sleeps exactly until the next deadline and
+ *   never wakes only to move a band.
+ *
  *   Sleeping.  The service thread publishes "about to sleep" (sleep_until
  *   = UINT64_MAX), then reads each shard's exact next deadline under its
  *   lock, then publishes that tick and sleeps until it.  A producer arms
@@ -205,6 +228,7 @@ int rota__service_add_chunk(struct rota_service *svc)
         r->index = (uint32_t)(first + i);
         r->free_next = (i + 1) % MAG != 0 ? r->index + 1 : NIL;
         r->wnext = NIL;
+        r->sband = STAGE_NONE;
         rota_timer_init(&r->timer, rota__service_on_fire);
     }
     svc->chunk_raw[c] = raw;
@@ -322,6 +346,137 @@ void rota__service_live_gone(struct rota_service *svc)
         atomic_fetch_sub_explicit(&svc->live, 1, memory_order_relaxed);
 }
 
+/* ------------------------------------------------------------ staging */
+
+void rota__service_stage_init(struct shard *sh, uint64_t now)
+{
+    /* Bands up to now's next one go to the wheel directly. */
+    sh->stage_next = (now >> STAGE_SHIFT) + 2;
+    sh->staged = 0;
+    memset(sh->stage_occ, 0, sizeof sh->stage_occ);
+}
+
+/* Take a staged record off its band list.  The shard's lock is held. */
+void rota__service_unstage(struct shard *sh, struct rec *r)
+{
+    unsigned b = r->sband;
+    if (r->sprev != NIL)
+        rec_at(sh->svc, r->sprev)->snext = r->snext;
+    else
+        sh->stage_head[b] = r->snext;
+    if (r->snext != NIL)
+        rec_at(sh->svc, r->snext)->sprev = r->sprev;
+    else
+        sh->stage_tail[b] = r->sprev;
+    if (sh->stage_head[b] == NIL)
+        sh->stage_occ[b / 64] &= ~((uint64_t)1 << (b % 64));
+    r->sband = STAGE_NONE;
+    sh->staged--;
+}
+
+/* The band number of list `b`, which holds a band in [stage_next,
+ * stage_next + STAGE_BANDS). */
+static uint64_t band_of_list(const struct shard *sh, unsigned b)
+{
+    uint64_t first = sh->stage_next;
+    uint64_t k = (b - (first % STAGE_BANDS)) % STAGE_BANDS;
+    return first + k;
+}
+
+/* Put the record in the wheel at `deadline`, or on its band's list when
+ * that band is staged.  The shard's lock is held and the record is in
+ * neither.  The caller wakes the service thread by the deadline, not by the
+ * band's move: before it sleeps the thread moves every band whose move
+ * comes before its wheel's next deadline (next_deadline()), so a staged
+ * timer due after that sleep ends is moved in time without a wake-up. */
+static void file_rec(struct shard *sh, struct rec *r, uint64_t deadline)
+{
+    uint64_t band = deadline >> STAGE_SHIFT;
+    if (band >= sh->stage_next && band - sh->stage_next < STAGE_BANDS) {
+        unsigned b = (unsigned)(band % STAGE_BANDS);
+        uint64_t bit = (uint64_t)1 << (b % 64);
+        r->sband = (uint16_t)b;
+        r->soff = (uint16_t)(deadline & ((1u << STAGE_SHIFT) - 1u));
+        r->snext = NIL;
+        if (sh->stage_occ[b / 64] & bit) {
+            r->sprev = sh->stage_tail[b];
+            rec_at(sh->svc, r->sprev)->snext = r->index;
+        } else {
+            r->sprev = NIL;
+            sh->stage_head[b] = r->index;
+            sh->stage_occ[b / 64] |= bit;
+        }
+        sh->stage_tail[b] = r->index;
+        sh->staged++;
+        return;
+    }
+    r->sband = STAGE_NONE;
+    if (r->period != 0)
+        rota_timer_arm_periodic(&sh->wheel, &r->timer, deadline, r->period,
+                                (enum rota_missed)r->policy);
+    else
+        rota_timer_arm(&sh->wheel, &r->timer, deadline);
+}
+
+/*
+ * Move the bands that start at most one band after `now` into the wheel,
+ * at most STAGE_BATCH records; the shard's lock is held.  Returns true if
+ * records remain to move (call again before advancing the wheel).
+ */
+bool rota__service_stage_pump(struct shard *sh, uint64_t now)
+{
+    uint64_t last = (now >> STAGE_SHIFT) + 1;
+    unsigned budget = STAGE_BATCH;
+    while (sh->stage_next <= last) {
+        if (sh->staged == 0) {
+            sh->stage_next = last + 1;
+            return false;
+        }
+        unsigned b = (unsigned)(sh->stage_next % STAGE_BANDS);
+        uint64_t bit = (uint64_t)1 << (b % 64);
+        uint64_t base = sh->stage_next << STAGE_SHIFT;
+        while (sh->stage_occ[b / 64] & bit) { /* in arm order */
+            if (budget == 0)
+                return true;
+            budget--;
+            struct rec *r = rec_at(sh->svc, sh->stage_head[b]);
+            rota__service_unstage(sh, r);
+            uint64_t deadline = base | r->soff;
+            if (r->period != 0)
+                rota_timer_arm_periodic(&sh->wheel, &r->timer, deadline,
+                                        r->period,
+                                        (enum rota_missed)r->policy);
+            else
+                rota_timer_arm(&sh->wheel, &r->timer, deadline);
+        }
+        sh->stage_next++;
+    }
+    return false;
+}
+
+/* The tick at which the service thread must next move a band of the shard
+ * (ROTA_NEVER if none is staged); the shard's lock is held. */
+uint64_t rota__service_stage_next(const struct shard *sh)
+{
+    if (sh->staged == 0)
+        return ROTA_NEVER;
+    unsigned start = (unsigned)(sh->stage_next % STAGE_BANDS);
+    for (unsigned k = 0; k <= STAGE_BANDS / 64; k++) {
+        unsigned word = (start / 64 + k) % (STAGE_BANDS / 64);
+        uint64_t bits = sh->stage_occ[word];
+        if (k == 0) /* the lists before start come last, not first */
+            bits &= ~(uint64_t)0 << (start % 64);
+        else if (k == STAGE_BANDS / 64)
+            bits &= ~(~(uint64_t)0 << (start % 64));
+        if (bits == 0)
+            continue;
+        unsigned b = word * 64 + (unsigned)__builtin_ctzll(bits);
+        uint64_t band = band_of_list(sh, b);
+        return (band - 1) << STAGE_SHIFT;
+    }
+    return ROTA_NEVER; /* not reached: staged != 0 */
+}
+
 /* ------------------------------------------------------------ arming */
 
 static int arm(struct rota_service *svc, uint64_t deadline, uint64_t period,
@@ -363,11 +518,7 @@ static int arm(struct rota_service *svc, uint64_t deadline, uint64_t period,
                           (uint64_t)gen << 32 | F_LIVE |
                               (period != 0 ? F_PERIODIC : 0u),
                           memory_order_release);
-    if (period != 0)
-        rota_timer_arm_periodic(&sh->wheel, &r->timer, deadline, period,
-                                missed);
-    else
-        rota_timer_arm(&sh->wheel, &r->timer, deadline);
+    file_rec(sh, r, deadline);
     bump(&sh->armed, 1);
     pthread_mutex_unlock(&sh->mu);
 
@@ -455,10 +606,16 @@ static int touch(struct rota_service *svc, struct rota_service_handle h,
     struct shard *sh = r != NULL ? lock_timer(svc, r, h, &w) : NULL;
     if (sh == NULL)
         return ROTA_ENOENT;
-    /* Not in the wheel: ended, or a one-shot timer already due. */
-    int rc = (w & F_LIVE) && rota_timer_pending(&r->timer)
-                 ? rota_timer_touch(&sh->wheel, &r->timer, deadline)
-                 : ROTA_ENOENT;
+    /* Neither staged nor in the wheel: ended, or a one-shot timer already
+     * due.  A staged timer is filed again by its new deadline. */
+    int rc = ROTA_ENOENT;
+    if ((w & F_LIVE) && r->sband != STAGE_NONE) {
+        rota__service_unstage(sh, r);
+        file_rec(sh, r, deadline);
+        rc = 0;
+    } else if ((w & F_LIVE) && rota_timer_pending(&r->timer)) {
+        rc = rota_timer_touch(&sh->wheel, &r->timer, deadline);
+    }
     if (rc == 0)
         bump(&sh->touched, 1);
     pthread_mutex_unlock(&sh->mu);
@@ -512,7 +669,9 @@ static int cancel(struct rota_service *svc, struct rota_service_handle h,
     } while (!atomic_compare_exchange_weak_explicit(
         &r->word, &w, nw, memory_order_acq_rel, memory_order_acquire));
     /* Still under the lock: the service thread cannot fire it meanwhile. */
-    if (rota_timer_pending(&r->timer))
+    if (r->sband != STAGE_NONE)
+        rota__service_unstage(sh, r);
+    else if (rota_timer_pending(&r->timer))
         rota_timer_cancel(&sh->wheel, &r->timer);
     if (freed) {
         rota__service_free_locked(svc, sh, r, h.index);

@@ -40,6 +40,14 @@
 #define FIRE_BATCH 256 /* fires taken from a shard per lock hold */
 #define MAG 64         /* free records moved between a shard and the depot */
 #define MAX_SHARDS 64
+/* Staging (see "Staging" in service.c): timers due in band b, the ticks
+ * [b << STAGE_SHIFT, (b + 1) << STAGE_SHIFT), wait on the shard's list for
+ * band b until the service thread moves them into the wheel, one band
+ * ahead of time; bands further than STAGE_BANDS ahead go to the wheel. */
+#define STAGE_SHIFT 11   /* a band is 2048 ticks (2 ms of 1 us ticks) */
+#define STAGE_BANDS 1024 /* a power of two: the staged horizon, in bands */
+#define STAGE_NONE 0xffffu
+#define STAGE_BATCH 256 /* records moved into the wheel per lock hold */
 
 static inline uint32_t gen_of(uint64_t w)
 {
@@ -89,6 +97,12 @@ struct rec {
     uint32_t wnext; /* dispatch / worker queue link; for a free
                                 record heading a depot batch, the next batch */
     uint8_t policy;
+    /* Staging, under the shard's lock: the band list the record waits on
+     * (STAGE_NONE when it is not staged), its deadline's offset in that
+     * band, and the list links. */
+    uint16_t sband;
+    uint16_t soff;
+    uint32_t snext, sprev;
 };
 
 #if UINTPTR_MAX == UINT64_MAX
@@ -109,6 +123,14 @@ struct shard {
      * stores, no locked instruction), read by stats at any time. */
     _Atomic uint64_t armed, cancelled, touched;
     struct rota_wheel wheel;
+    /* Staging (see service.c): bands below stage_next are in the wheel;
+     * band b in [stage_next, stage_next + STAGE_BANDS) is the list
+     * b % STAGE_BANDS, valid while its bit in stage_occ is set. */
+    uint64_t stage_next;
+    uint64_t staged; /* records on the band lists */
+    uint64_t stage_occ[STAGE_BANDS / 64];
+    uint32_t stage_head[STAGE_BANDS];
+    uint32_t stage_tail[STAGE_BANDS];
 };
 
 /* Counters of one service thread (the ticker or a worker): one writer. */
@@ -258,6 +280,10 @@ void rota__service_release(struct rota_service *svc, struct rec *r,
                            uint64_t bits);
 void rota__service_notify_waiters(struct rota_service *svc);
 void rota__service_live_gone(struct rota_service *svc);
+void rota__service_stage_init(struct shard *sh, uint64_t now);
+void rota__service_unstage(struct shard *sh, struct rec *r);
+bool rota__service_stage_pump(struct shard *sh, uint64_t now);
+uint64_t rota__service_stage_next(const struct shard *sh);
 
 /* service_thread.c */
 void rota__service_on_fire(struct rota_wheel *wheel, struct rota_timer *timer,

@@ -174,6 +174,7 @@ int rota_service_create(struct rota_service **out,
         sh->svc = svc;
         sh->hot = sh->spare = NIL;
         rota_wheel_init(&sh->wheel, now);
+        rota__service_stage_init(sh, now);
         if (pthread_mutex_init(&sh->mu, NULL) != 0) {
             rc = ROTA_ESYS;
             goto fail;
@@ -268,7 +269,9 @@ int rota_service_stop(struct rota_service *svc, rota_service_handback_fn *fn,
                      &r->word, &w, w & ~(uint64_t)F_LIVE, memory_order_acq_rel,
                      memory_order_acquire)))
             ;
-        if (mine && rota_timer_pending(&r->timer))
+        if (mine && r->sband != STAGE_NONE)
+            rota__service_unstage(sh, r);
+        else if (mine && rota_timer_pending(&r->timer))
             rota_timer_cancel(&sh->wheel, &r->timer);
         pthread_mutex_unlock(&sh->mu);
         if (!mine)
@@ -362,6 +365,38 @@ static int check_chain(struct rota_service *svc, uint32_t i, uint32_t expect,
     return 0;
 }
 
+/* The shard's band lists: well linked, each record on the list of its
+ * band, as many as counted.  The shard's lock is held. */
+static int check_stage(struct rota_service *svc, struct shard *sh, uint32_t n,
+                       const char **why)
+{
+    uint64_t count = 0;
+    for (unsigned b = 0; b < STAGE_BANDS; b++) {
+        if (!(sh->stage_occ[b / 64] & ((uint64_t)1 << (b % 64))))
+            continue;
+        uint32_t prev = NIL;
+        for (uint32_t i = sh->stage_head[b]; i != NIL;) {
+            if (i >= n)
+                BAD("band list runs out of the slab");
+            struct rec *r = rec_at(svc, i);
+            if (r->sband != b || r->sprev != prev)
+                BAD("band list badly linked");
+            if (!(atomic_load_explicit(&r->word, memory_order_relaxed) &
+                  F_LIVE))
+                BAD("ended timer still staged");
+            if (++count > sh->staged)
+                BAD("band lists hold more records than counted");
+            prev = i;
+            i = r->snext;
+        }
+        if (prev == NIL || sh->stage_tail[b] != prev)
+            BAD("band list tail is wrong");
+    }
+    if (count != sh->staged)
+        BAD("band lists hold fewer records than counted");
+    return 0;
+}
+
 /* Called on the service thread (quiet), or after stop under stop_mu. */
 int rota__service_check_all(struct rota_service *svc, const char **why)
 {
@@ -379,6 +414,9 @@ int rota__service_check_all(struct rota_service *svc, const char **why)
         if (rc == 0 && sh->spare != NIL)
             rc = check_chain(svc, sh->spare, MAG, n, &listed, why);
         wheeled += rota_wheel_count(&sh->wheel);
+        if (rc == 0)
+            rc = check_stage(svc, sh, n, why);
+        wheeled += sh->staged;
         pthread_mutex_unlock(&sh->mu);
     }
     pthread_mutex_lock(&svc->grow_mu);
@@ -399,8 +437,11 @@ int rota__service_check_all(struct rota_service *svc, const char **why)
         struct shard *sh = shard_of(svc, r);
         pthread_mutex_lock(&sh->mu);
         uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
-        bool filed = rota_timer_pending(&r->timer);
+        bool staged = r->sband != STAGE_NONE;
+        bool filed = rota_timer_pending(&r->timer) || staged;
         pthread_mutex_unlock(&sh->mu);
+        if (staged && rota_timer_pending(&r->timer))
+            BAD("staged record also filed in the wheel");
         if (r->index != i)
             BAD("record index does not match its place in the slab");
         if (gen_of(w) == 0)

@@ -203,6 +203,14 @@ static void run_dispatch(struct rota_service *svc)
  */
 static void fire_shard(struct rota_service *svc, struct shard *sh, uint64_t now)
 {
+    /* First move the bands that come due soon into the wheel (see
+     * "Staging" in service.c), all of them, a batch per lock hold. */
+    bool more_staged;
+    do {
+        pthread_mutex_lock(&sh->mu);
+        more_staged = rota__service_stage_pump(sh, now);
+        pthread_mutex_unlock(&sh->mu);
+    } while (more_staged);
     for (int batch = 0; batch < SHARD_BATCHES; batch++) {
         size_t fired;
         pthread_mutex_lock(&sh->mu);
@@ -226,14 +234,31 @@ static void wait_workers_idle(struct rota_service *svc)
     pthread_mutex_unlock(&svc->wmu);
 }
 
-/* The earliest deadline of all shards (see "Sleeping" in service.c). */
+/* The earliest deadline of all shards (see "Sleeping" in service.c); a
+ * staged band whose move would come before it is moved first (see
+ * "Staging"). */
 static uint64_t next_deadline(struct rota_service *svc)
 {
     uint64_t next = ROTA_NEVER;
     for (unsigned i = 0; i < svc->nshards; i++) {
         struct shard *sh = &svc->shards[i];
+        uint64_t d;
         pthread_mutex_lock(&sh->mu);
-        uint64_t d = rota_wheel_next_deadline(&sh->wheel);
+        for (;;) {
+            d = rota_wheel_next_deadline(&sh->wheel);
+            uint64_t move = rota__service_stage_next(sh);
+            if (move >= d)
+                break;
+            /* The band's move comes first, though nothing in the wheel
+             * is due before it: the thread would wake only to move it.
+             * Move it now, while idle, so that the thread sleeps exactly
+             * until the next deadline (the band's own timers, or earlier
+             * ones of the wheel). */
+            while (rota__service_stage_pump(sh, move)) {
+                pthread_mutex_unlock(&sh->mu);
+                pthread_mutex_lock(&sh->mu);
+            }
+        }
         pthread_mutex_unlock(&sh->mu);
         if (d < next)
             next = d;
