@@ -233,6 +233,21 @@ ROTA_API int rota_timer_touch(struct rota_wheel *wheel,
 ROTA_API int rota_timer_cancel(struct rota_wheel *wheel,
                                struct rota_timer *timer);
 
+/*
+ * Move a timer to new memory: afterwards `to` is the timer, in the same
+ * place among the wheel's timers (same deadline, same order among equal
+ * deadlines, still pending or not), and `from` is plain memory the wheel no
+ * longer references.  For containers that move their elements, such as an
+ * open-addressing hash table that stores timers inline.  The two must not
+ * overlap; `to` needs no rota_timer_init().  O(1): the timer's two list
+ * neighbours are updated.  May be called from a callback, on any timer
+ * (the firing one included).  Returns 0, or ROTA_EINVAL, ROTA_EUNINIT (for
+ * `from`), ROTA_EOTHERWHEEL.
+ */
+ROTA_API int rota_timer_relocate(struct rota_wheel *wheel,
+                                 struct rota_timer *from,
+                                 struct rota_timer *to);
+
 /* Whether the timer is pending on some wheel. */
 ROTA_API bool rota_timer_pending(const struct rota_timer *timer);
 

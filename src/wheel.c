@@ -816,6 +816,27 @@ int rota_timer_cancel(struct rota_wheel *w, struct rota_timer *t)
     return 1;
 }
 
+int rota_timer_relocate(struct rota_wheel *w, struct rota_timer *from,
+                        struct rota_timer *to)
+{
+    int rc = check_timer(w, from);
+    if (rc != 0)
+        return rc;
+    if (to == NULL)
+        return ROTA_EINVAL;
+    *to = *from;
+    if (to->wheel_id_ != 0) {
+        /* Every list is circular with a head, so both neighbours exist
+         * (they are the same head when the timer is alone in its list). */
+        to->link_.prev->next = &to->link_;
+        to->link_.next->prev = &to->link_;
+    }
+    from->wheel_id_ = 0;
+    from->where_ = WHERE_NONE;
+    from->magic_ = 0;
+    return 0;
+}
+
 bool rota_timer_pending(const struct rota_timer *t)
 {
     return t != NULL && t->magic_ == TIMER_MAGIC && t->wheel_id_ != 0;

@@ -1356,6 +1356,96 @@ TEST(more_due_reported_on_every_path)
     CHECK_WHEEL(&wheel);
 }
 
+/* Relocating copies the whole container here (the id travels with it), as
+ * a table that moves its elements would. */
+static void relocate_tn(struct rota_wheel *w, struct tn *from, struct tn *to)
+{
+    struct tn saved = *from;
+    CHECK_EQ_INT(rota_timer_relocate(w, &from->timer, &to->timer), 0);
+    to->id = saved.id;
+    to->act = saved.act;
+    to->arg = saved.arg;
+    memset(from, 0xdd, sizeof *from); /* the wheel must not look here again */
+}
+
+static struct tn *relocate_target;
+
+static void relocate_self(struct rota_wheel *w, struct tn *self)
+{
+    relocate_tn(w, self, relocate_target);
+}
+
+TEST(relocate_keeps_place_and_order)
+{
+    /* Four timers due at 100 in arm order 0..3 (one slot), one at 5000 (a
+     * higher level), one on the due list: moving each to new memory keeps
+     * every deadline and the tie order, and the old memory is dead. */
+    struct tn a[6], b[6];
+
+    rota_wheel_init(&wheel, 0);
+    tn_init_all(a, 6);
+    for (int i = 0; i < 4; i++)
+        rota_timer_arm(&wheel, &a[i].timer, 100);
+    rota_timer_arm(&wheel, &a[4].timer, 5000);
+    relocate_tn(&wheel, &a[1], &b[1]); /* middle of a list */
+    relocate_tn(&wheel, &a[0], &b[0]); /* its head */
+    relocate_tn(&wheel, &a[3], &b[3]); /* its tail */
+    relocate_tn(&wheel, &a[4], &b[4]); /* alone in its slot */
+    relocate_tn(&wheel, &a[5], &b[5]); /* idle */
+    CHECK(!rota_timer_pending(&b[5].timer));
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &a[0].timer), ROTA_EUNINIT);
+    CHECK_EQ_INT(rota_timer_relocate(&wheel, &b[0].timer, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_timer_relocate(NULL, &b[0].timer, &a[0].timer),
+                 ROTA_EINVAL);
+    CHECK_EQ_U64(rota_timer_deadline(&b[4].timer), 5000);
+    CHECK_EQ_U64(rota_wheel_count(&wheel), 5);
+    CHECK_WHEEL(&wheel);
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 100), 4);
+    CHECK_EQ_U64(nent, 4);
+    for (size_t e = 0; e < nent; e++)
+        CHECK_EQ_INT(ent[e].id, (int)e);
+    /* On the due list (a budget of 0 leaves it there), then fired. */
+    rota_timer_arm(&wheel, &a[2].timer, 4000);
+    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 4000, 0, NULL), 1);
+    relocate_tn(&wheel, &a[2], &b[2]);
+    CHECK_WHEEL(&wheel);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 5000), 2);
+    CHECK_EQ_INT(ent[4].id, 2);
+    CHECK_EQ_INT(ent[5].id, 4);
+    CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
+    CHECK_WHEEL(&wheel);
+}
+
+TEST(relocate_from_own_callback)
+{
+    /* A periodic timer moves itself from its callback: it keeps firing from
+     * its new memory, and a one-shot timer that does the same is idle. */
+    struct tn a[2], b[2];
+
+    rota_wheel_init(&wheel, 0);
+    tn_init_all(a, 2);
+    rota_timer_arm_periodic(&wheel, &a[0].timer, 10, 10, ROTA_MISSED_SKIP);
+    rota_timer_arm(&wheel, &a[1].timer, 20);
+    a[0].act = relocate_self;
+    relocate_target = &b[0];
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 10), 1);
+    CHECK(rota_timer_pending(&b[0].timer));
+    CHECK_EQ_U64(rota_timer_deadline(&b[0].timer), 20);
+    CHECK_WHEEL(&wheel);
+    b[0].act = NULL;
+    a[1].act = relocate_self;
+    relocate_target = &b[1];
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 20), 2);
+    CHECK(!rota_timer_pending(&b[1].timer));
+    CHECK_EQ_INT(ent[1].id, 1);
+    CHECK_EQ_INT(ent[2].id, 0);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &b[0].timer), 1);
+    CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
+    CHECK_WHEEL(&wheel);
+}
+
 static void arm_victim_now(struct rota_wheel *w, struct tn *self)
 {
     (void)self;
@@ -1902,6 +1992,8 @@ int main(int argc, char **argv)
         H_TEST(order_deadline_then_arm_order),
         H_TEST(advance_max_resumes_in_order),
         H_TEST(more_due_reported_on_every_path),
+        H_TEST(relocate_keeps_place_and_order),
+        H_TEST(relocate_from_own_callback),
         H_TEST(advance_max_budget_deferred_timers_join_at_pass_end),
         H_TEST(expire_small_caps_never_drop),
         H_TEST(next_deadline_exact),
