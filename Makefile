@@ -55,7 +55,7 @@ bench:
 	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release \
 		-DROTA_BUILD_BENCH=ON -DROTA_BUILD_TESTS=OFF -DROTA_BUILD_EXAMPLES=OFF \
 		-DROTA_SANITIZE= -DROTA_BUILD_FUZZ=OFF -DROTA_WERROR=$(WERROR)
-	@if ! $(CMAKE) --build build-release --target help | grep -qw rota_bench; then \
+	@if ! $(CMAKE) --build build-release --target help | grep -w rota_bench >/dev/null; then \
 		echo "make bench: there is no rota_bench target yet (bench/CMakeLists.txt must define it)"; \
 		exit 1; \
 	fi

@@ -91,8 +91,8 @@ static void arm_periodic(void *impl, uint32_t id, uint64_t first,
                          uint64_t period)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_arm_periodic(&r->wheel, &r->nodes[id], first,
-                                     period, ROTA_MISSED_SKIP);
+    int rc = rota_timer_arm_periodic(&r->wheel, &r->nodes[id], first, period,
+                                     ROTA_MISSED_SKIP);
     if (rc != 0)
         bench_die("rota_timer_arm_periodic: %s", rota_strerror(rc));
 }

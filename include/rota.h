@@ -100,10 +100,12 @@ extern "C" {
 
 /* X(name, value, message): one list makes the enum and rota_strerror(). */
 #define ROTA_ERRORS(X)                                                         \
-    X(ROTA_EINVAL, -1, "invalid argument (NULL pointer or value out of range)") \
+    X(ROTA_EINVAL, -1,                                                         \
+      "invalid argument (NULL pointer or value out of range)")                 \
     X(ROTA_EUNINIT, -2, "timer was never initialised with rota_timer_init()")  \
     X(ROTA_EOTHERWHEEL, -3, "timer is pending on another wheel")               \
-    X(ROTA_EBUSY, -4, "operation not allowed from inside this wheel's callback") \
+    X(ROTA_EBUSY, -4,                                                          \
+      "operation not allowed from inside this wheel's callback")               \
     X(ROTA_ENOENT, -5, "no such pending timer")                                \
     X(ROTA_EAGAIN, -6, "limit reached, try again later")                       \
     X(ROTA_ESHUTDOWN, -7, "service is stopped")                                \
@@ -180,8 +182,10 @@ struct rota_timer {
 };
 
 /* Recover the object that embeds `ptr` as its `member`. */
+/* clang-format off: version 14 reads "(ptr) - x" as a cast of "-x" */
 #define rota_container_of(ptr, type, member)                                   \
-    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+    ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+/* clang-format on */
 
 /* Prepare a timer for use.  Must be called once before any other call on it;
  * may be called again on an idle timer to change its callback.  `fn` may be
@@ -257,18 +261,19 @@ ROTA_API uint64_t rota_timer_deadline(const struct rota_timer *timer);
 
 /* ------------------------------------------------------------------- wheel */
 
-#define ROTA_WHEEL_BITS 6                           /* slots per level: 64 */
+#define ROTA_WHEEL_BITS 6 /* slots per level: 64 */
 #define ROTA_WHEEL_SLOTS (1u << ROTA_WHEEL_BITS)
-#define ROTA_WHEEL_LEVELS ((64 + ROTA_WHEEL_BITS - 1) / ROTA_WHEEL_BITS) /* 11 */
+#define ROTA_WHEEL_LEVELS                                                      \
+    ((64 + ROTA_WHEEL_BITS - 1) / ROTA_WHEEL_BITS) /* 11 */
 
 /* Counters since rota_wheel_init(); read them with rota_wheel_stats(). */
 struct rota_stats {
-    uint64_t armed;           /* arm, arm_in, arm_periodic and earlier touches */
-    uint64_t fired;           /* callbacks run plus timers handed to expire() */
-    uint64_t cancelled;       /* cancels that found the timer pending */
-    uint64_t touched;         /* touches that moved a deadline later */
-    uint64_t refiled;         /* timers moved between slots (cascades) */
-    uint64_t drained;         /* timers handed back by rota_wheel_drain() */
+    uint64_t armed;     /* arm, arm_in, arm_periodic and earlier touches */
+    uint64_t fired;     /* callbacks run plus timers handed to expire() */
+    uint64_t cancelled; /* cancels that found the timer pending */
+    uint64_t touched;   /* touches that moved a deadline later */
+    uint64_t refiled;   /* timers moved between slots (cascades) */
+    uint64_t drained;   /* timers handed back by rota_wheel_drain() */
     uint64_t clock_backwards; /* calls whose `now` was earlier than before */
     uint64_t pending;         /* timers pending right now */
 };
@@ -276,10 +281,10 @@ struct rota_stats {
 /* The wheel.  Embed or allocate it yourself; all fields are private. */
 struct rota_wheel {
     /* private */
-    uint64_t now_;         /* latest time the caller gave */
-    uint64_t cur_;         /* time the lists are filed against (<= now_) */
-    uint64_t next_step_;   /* lower bound of the next slot that comes due */
-    uint64_t earliest_;    /* exact earliest deadline when earliest_ok_ */
+    uint64_t now_;       /* latest time the caller gave */
+    uint64_t cur_;       /* time the lists are filed against (<= now_) */
+    uint64_t next_step_; /* lower bound of the next slot that comes due */
+    uint64_t earliest_;  /* exact earliest deadline when earliest_ok_ */
     uint64_t pending_;
     uint32_t id_;
     uint8_t in_pass_;
@@ -371,8 +376,7 @@ ROTA_API int rota_wheel_drain(struct rota_wheel *wheel,
  * and debugging.  0 or ROTA_ECORRUPT; when `why` is not NULL it receives a
  * static description of the first violation found.
  */
-ROTA_API int rota_wheel_check(const struct rota_wheel *wheel,
-                              const char **why);
+ROTA_API int rota_wheel_check(const struct rota_wheel *wheel, const char **why);
 
 #ifdef __cplusplus
 }

@@ -444,8 +444,7 @@ bool rota__service_stage_pump(struct shard *sh, uint64_t now)
             uint64_t deadline = base | r->soff;
             if (r->period != 0)
                 rota_timer_arm_periodic(&sh->wheel, &r->timer, deadline,
-                                        r->period,
-                                        (enum rota_missed)r->policy);
+                                        r->period, (enum rota_missed)r->policy);
             else
                 rota_timer_arm(&sh->wheel, &r->timer, deadline);
         }

@@ -98,7 +98,7 @@
 #define WHERE_DEFERRED 0xfffdu
 
 /* flags_ bits. */
-#define FLAG_TOUCHED 0x01u    /* deadline moved later since it was filed */
+#define FLAG_TOUCHED 0x01u /* deadline moved later since it was filed */
 #define POLICY_SHIFT 1
 #define POLICY_MASK (0x3u << POLICY_SHIFT)
 
@@ -470,8 +470,8 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
     return more;
 }
 
-int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now,
-                           size_t max_fires, size_t *fired)
+int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
+                           size_t *fired)
 {
     size_t count = 0;
     int more = 0;

@@ -1183,8 +1183,8 @@ static bool staged(struct fix *f, struct rota_service_handle h)
     struct rec *r = rec_at(f->svc, h.index);
     struct shard *sh = shard_of(f->svc, r);
     pthread_mutex_lock(&sh->mu);
-    bool s = gen_of(atomic_load(&r->word)) == h.generation &&
-             r->sband != STAGE_NONE;
+    bool s =
+        gen_of(atomic_load(&r->word)) == h.generation && r->sband != STAGE_NONE;
     pthread_mutex_unlock(&sh->mu);
     return s;
 }
@@ -1291,8 +1291,7 @@ static void test_staged_touch(void)
                                            ROTA_MISSED_SKIP, probe_fn, &p[6],
                                            &h[6]),
                  0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &p[7], &h[7]),
-                 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &p[7], &h[7]), 0);
     wait_asleep(&f, T0 + ST_MS);
     for (int i = 1; i <= 6; i++)
         CHECK(staged(&f, h[i]));
@@ -1312,8 +1311,7 @@ static void test_staged_touch(void)
     CHECK(!staged(&f, h[4]));
     wait_asleep(&f, T0 + 500 * ST_US);
     /* Later, out of the staged range. */
-    CHECK_EQ_INT(rota_service_touch_at(f.svc, h[5], T0 + 10 * ST_S + ST_MS),
-                 0);
+    CHECK_EQ_INT(rota_service_touch_at(f.svc, h[5], T0 + 10 * ST_S + ST_MS), 0);
     CHECK(!staged(&f, h[5]));
     /* A staged periodic timer: its period continues from the new one. */
     CHECK_EQ_INT(rota_service_touch_at(f.svc, h[6], T0 + 250 * ST_MS), 0);
@@ -1330,9 +1328,9 @@ static void test_staged_touch(void)
         int i;
         uint64_t at;
     } due[] = {
-        {4, 500 * ST_US}, {0, ST_MS},         {3, 2 * ST_MS},
-        {2, 50 * ST_MS},  {7, 120 * ST_MS},   {6, 250 * ST_MS},
-        {1, 300 * ST_MS}, {6, 350 * ST_MS},   {6, 450 * ST_MS},
+        {4, 500 * ST_US},       {0, ST_MS},       {3, 2 * ST_MS},
+        {2, 50 * ST_MS},        {7, 120 * ST_MS}, {6, 250 * ST_MS},
+        {1, 300 * ST_MS},       {6, 350 * ST_MS}, {6, 450 * ST_MS},
         {5, 10 * ST_S + ST_MS},
     };
     uint64_t now = T0;
@@ -1368,20 +1366,17 @@ static void test_staged_stop(void)
             p[i].id = i;
         }
         CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p[0], &h[0]), 0);
-        CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p[1],
-                                      &h[1]),
-                     0);
+        CHECK_EQ_INT(
+            rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p[1], &h[1]), 0);
         CHECK_EQ_INT(rota_service_arm(f.svc, ST_S, probe_fn, &p[2], &h[2]), 0);
         CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 500 * ST_MS, ST_MS,
                                                ROTA_MISSED_SKIP, probe_fn,
                                                &p[3], &h[3]),
                      0);
-        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &p[4],
-                                      &h[4]),
+        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &p[4], &h[4]),
                      0);
-        CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p[5],
-                                      &h[5]),
-                     0);
+        CHECK_EQ_INT(
+            rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p[5], &h[5]), 0);
         wait_asleep(&f, T0 + ST_MS);
         CHECK(staged(&f, h[1]) && staged(&f, h[2]) && staged(&f, h[3]) &&
               staged(&f, h[5]));
@@ -1470,9 +1465,8 @@ static void test_staged_equal_deadline_order(void)
     CHECK(!staged(&f, hF));
     advance(&f, 1500 * ST_MS);
     now += 1500 * ST_MS;
-    CHECK_EQ_INT(rota_service_arm_at(f.svc, now + ST_MS, order_fn, (void *)-2,
-                                     &ha),
-                 0);
+    CHECK_EQ_INT(
+        rota_service_arm_at(f.svc, now + ST_MS, order_fn, (void *)-2, &ha), 0);
     CHECK_EQ_INT(rota_service_arm_at(f.svc, d2, order_fn, (void *)5, &hG), 0);
     CHECK_EQ_INT(rota_service_arm_at(f.svc, d2, order_fn, (void *)6, &hH), 0);
     wait_asleep(&f, now + ST_MS);
@@ -1492,13 +1486,12 @@ static void test_staged_equal_deadline_order(void)
     atomic_store(&order_n, 0);
     uint64_t d3 = now + 200 * ST_MS;
     struct rota_service_handle hs;
-    CHECK_EQ_INT(rota_service_arm_at(f.svc, now + ST_MS, order_fn, (void *)-3,
-                                     &ha),
-                 0);
+    CHECK_EQ_INT(
+        rota_service_arm_at(f.svc, now + ST_MS, order_fn, (void *)-3, &ha), 0);
     for (int i = 0; i < ORDER_N - 1; i++)
-        CHECK_EQ_INT(rota_service_arm_at(f.svc, d3, order_fn,
-                                         (void *)(intptr_t)i, &hs),
-                     0);
+        CHECK_EQ_INT(
+            rota_service_arm_at(f.svc, d3, order_fn, (void *)(intptr_t)i, &hs),
+            0);
     wait_asleep(&f, now + ST_MS);
     CHECK(staged(&f, hs));
     advance(&f, d3 - now - ST_MS);

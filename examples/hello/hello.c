@@ -20,14 +20,14 @@ int main(void)
     struct rota_wheel wheel;
     struct conn c = {.fd = 7};
 
-    rota_wheel_init(&wheel, 0);                /* time is yours: ticks */
+    rota_wheel_init(&wheel, 0); /* time is yours: ticks */
     rota_timer_init(&c.idle, kick);
-    rota_timer_arm_in(&wheel, &c.idle, 30);    /* kick after 30 idle ticks */
-    rota_wheel_advance(&wheel, 10);            /* a packet arrives at 10 */
+    rota_timer_arm_in(&wheel, &c.idle, 30);     /* kick after 30 idle ticks */
+    rota_wheel_advance(&wheel, 10);             /* a packet arrives at 10 */
     rota_timer_touch(&wheel, &c.idle, 10 + 30); /* refresh: a single store */
     printf("next deadline %llu\n",
            (unsigned long long)rota_wheel_next_deadline(&wheel));
-    rota_wheel_advance(&wheel, 39);            /* nothing: never early */
-    rota_wheel_advance(&wheel, 40);            /* fires exactly here */
+    rota_wheel_advance(&wheel, 39); /* nothing: never early */
+    rota_wheel_advance(&wheel, 40); /* fires exactly here */
     return rota_wheel_count(&wheel) == 0 ? 0 : 1;
 }
