@@ -1,6 +1,6 @@
 /*
- * keyed.c - timers by key: a seeded hash map whose entries embed wheel
- * timers.
+ * keyed.c - timers by key: a seeded open-addressing hash table whose slots
+ * hold the entries, wheel timers included.
  *
  * THE WORKLOAD
  *   A TTL cache: up to millions of keys, most of them set or refreshed again
@@ -10,107 +10,160 @@
  *   hash lookup plus one timer operation, and at a million keys each random
  *   memory touch is a cache miss (~20 ns when the CPU can overlap it,
  *   ~160 ns when it depends on the previous one), so the design counts
- *   touches.
+ *   dependent touches.
  *
  * THE STRUCTURE
- *   One allocation per entry holds the struct rota_timer, the chain link,
- *   the value, a 32-bit hash, the key length and the key bytes: a lookup
- *   reads the bucket (one miss) and the entry (a dependent miss), and the
- *   timer it then moves is already in cache.  Buckets are singly linked
- *   chains (the table grows at load 1, so a successful lookup compares 1.5
- *   entries on average); the stored hash lets most mismatches and every
- *   rehash skip the key bytes.
+ *   One array of 72-byte slots, linear probing, a power of two long.  A
+ *   slot holds the whole entry: a 32-bit hash (its top bit always set, so
+ *   0 marks an empty slot and 1 a TOMB, below), the key length, the key
+ *   (up to 8 bytes in the slot, zero-padded and compared as one word;
+ *   longer keys in a block of their own, the slot keeping the pointer),
+ *   the value and the struct rota_timer.  A lookup of a short key reads
+ *   its home slot: one dependent miss, where a chained table reads a
+ *   bucket and then the entry it points to.  The compared fields and the
+ *   timer's hot 16 bytes sit within the slot's first 40 bytes, so the set
+ *   or move that follows usually stays in the lines the lookup brought in;
+ *   a probe past the home slot reads the next slot, which the hardware
+ *   prefetches.  A long key costs a second miss, only when the stored
+ *   hash already matched.
+ *
+ *   The table grows at load 3/4 (linear probing then compares 2.5 slots a
+ *   hit on average) to load 3/8, and shrinks below 1/8 to at most 1/2.
+ *   Deletion is the backward shift (Knuth's algorithm R): the entries after
+ *   the hole that may move closer to their home slot are moved into it, so
+ *   there are no tombstones in the current table and probes stay as short
+ *   as the load allows.
+ *
+ * ENTRIES MOVE, TIMERS FOLLOW
+ *   The wheel links timers by address and entries move: on growth and
+ *   shrinking, on the SipHash switch, and when a deletion shifts its
+ *   neighbours back.  Every move copies the slot and calls
+ *   rota_timer_relocate(), which splices the timer's two list neighbours
+ *   to the new address in O(1): same deadline, same slot, same place among
+ *   equal deadlines, pending or not.  Cancel and re-arm would not do: a
+ *   re-armed timer goes behind later-set equal deadlines, and inside an
+ *   advance it is deferred to the next one.
  *
  *   The wheel is embedded in the map, so a firing timer finds its map with
- *   container_of on the wheel pointer the core passes, and its entry with
+ *   container_of on the wheel pointer the core passes, and its slot with
  *   container_of on the timer: no back pointer in any entry.
  *
- *   Moving a deadline later is rota_timer_touch(): a store into the entry
+ *   The expire trampoline is where moving entries bite.  It copies what it
+ *   needs out of the slot (length, value, the key word or the pointer to
+ *   the key block), erases the slot (which may shift other entries into
+ *   it), and then calls the user with a key that is either that local copy
+ *   or the block it now owns.  The callback may set, move or remove any key,
+ *   grow or shrink the table, or drain it: after it returns the trampoline
+ *   touches only its locals and the map struct (frees the key block, takes
+ *   a resize step), never the slot.  The wheel itself reads nothing of a fired
+ *   timer after its callback, and it takes the next due timer from the
+ *   head of its due list, which relocation keeps linked.
+ *
+ *   Moving a deadline later is rota_timer_touch(): a store into the slot
  *   already in cache, the timer re-filed only if its old slot comes due
  *   first.  An earlier deadline re-files it (two neighbours unlinked, one
  *   slot tail appended).  This is where the layer beats a rounds wheel:
  *   there, every tick walks the whole slot under the hand, a chain of
  *   dependent misses over 1/512 of all keys whatever their deadlines.
  *
- *   Resizing is incremental (as Redis's dict): a second bucket array is
- *   allocated (not zeroed: each new bucket is cleared when the first old
- *   bucket that feeds it moves) and every insert or removal moves up to two
- *   non-empty old buckets (passing over at most 64 empty ones), until the
- *   old array is empty.  That finishes a growth before the count doubles
- *   again and a shrink before the next shrink is due.  A key lives
- *   in the old array if its old bucket index is at or after the move
- *   cursor, else in the new one, so a lookup reads exactly one bucket.
+ * RESIZING IN STEPS
+ *   Rehashing all at once stalled: inserting 1e7 keys, the growth from 2^23
+ *   to 2^24 slots took 3.6 s in one set on the benchmark machine (a VM:
+ *   the kernel clearing 1.2 GB of fresh pages, then 6.3 million relocates,
+ *   each two random writes).  So a resize runs in two phases, one step per
+ *   insert, removal or expiry:
+ *     1. The next table is allocated (not zeroed) and ZERO_PER_STEP of its
+ *        slots are made empty per step; the map works on in the current
+ *        table meanwhile (a growth reaches load 0.78 before it is ready).
+ *     2. The ready table becomes current and the old one is migrated in
+ *        slot order, MOVES_PER_STEP entries (passing at most
+ *        VISITS_PER_STEP slots) per step.  A migrated or removed entry of
+ *        the old table leaves a TOMB, which probes pass over, so the old
+ *        table's clusters stay intact; the old table takes no inserts.  A
+ *        lookup probes the current table, then the old one: two misses for
+ *        keys not yet migrated, only while a migration runs.  The old
+ *        table is freed when the cursor reaches its end.
+ *   A growth starts at 3/4 of S slots, with 2 S slots to empty (S/32
+ *   steps) and 0.75 S entries to move (3/32 S steps): the inserts made
+ *   meanwhile bring the new table to load 0.44 at most, so one growth ends
+ *   long before the next is due (a shrink likewise).  Eight moves a step
+ *   (each a relocate: two random writes) keep the stretch short in which
+ *   lookups may take two misses and both tables hold memory: a map filled
+ *   to 1e6 keys has finished the growth it began at 786,433.  The worst
+ *   single call measured inserting 1e7 keys is then 36 to 47 ms, and
+ *   removing them all 72 to 79 ms: the allocator returning a whole old
+ *   table (glibc unmaps 0.6 or 1.2 GB), which no step can split.  Should
+ *   the current table ever be one entry from full (a growth the allocator
+ *   refused, or inserts that outran a shrink), the insert finishes the
+ *   resize in progress and makes one at once.  Memory peaks at the old
+ *   table plus the new (1.8 GB at 1e7 8-byte keys).
  *
  * INSTRUCTIONS COUNT TOO
- *   Counting misses is not enough: the CPU overlaps this operation's entry
- *   miss with the next operation's bucket miss only when the instructions
- *   between them fit its reorder window (a few hundred), and a 1e5-key table
- *   sits in the L3, where the path length is the cost.  So a set or move
- *   is one call: hash, bucket and chain walk are inlined into it, no public
- *   function calls another (they are interposable symbols in the shared
- *   library, so the compiler may not inline them), the fast hash's secrets
- *   are derived once at create, and a deadline costs one wheel call
- *   (touch; arm only when touch says the timer was idle).  Measured on W6
- *   (shared/BENCH.md) with callgrind at 1e5 keys: 396 instructions an
- *   operation before this was done, 273 after (the benchmark's own loop is
- *   66 of them; the hashed-rounds baseline takes 133 in all), for about the
- *   same number of cache misses as the baseline.  What remains is mostly
- *   the wheel's touch (about 50) and the exactness it buys.  At 1e5 keys
- *   the rest of the gap is footprint: 10.6 MB of entries and buckets
- *   against the baseline's 7.4 MB, about the L3 share a loaded machine
- *   gives (callgrind with an 8 MB last level: 0.42 misses an operation
- *   against none), so the ratio there swings with the neighbours.  The
- *   lever is a smaller entry: 88 bytes take a 96-byte malloc chunk, 72
- *   would take 80 (the 8-byte key stored once, in `head`, and its length
- *   and hash folded away).
+ *   Counting misses is not enough: the CPU overlaps this operation's misses
+ *   with the next operation's only when the instructions between them fit
+ *   its reorder window (a few hundred), and a 1e5-key table sits in the L3,
+ *   where the path length is the cost.  So a set or move is one call: hash
+ *   and probe are inlined into it, no public function calls another (they
+ *   are interposable symbols in the shared library, so the compiler may not
+ *   inline them), the fast hash's secrets are derived once at create, and a
+ *   deadline costs one wheel call (touch; arm only when touch says the
+ *   timer was idle).
  *
  * THE GUARANTEES AND WHY THEY HOLD
- *   - One live entry per key: the table holds at most one entry per key and
- *     an entry's timer is pending only while the entry is in the table;
- *     set on an existing key updates it in place.
- *   - Removed before the callback: the trampoline unlinks the entry from its
- *     chain, then calls the user, then frees it; the wheel has already
- *     forgotten the timer (one-shot), so the callback may set the same key.
+ *   - One live entry per key: the table holds at most one slot per key
+ *     (an insert follows a probe that found none) and a slot's timer is
+ *     pending only while the slot is occupied; set on an existing key
+ *     updates it in place.  rota_keyed_check() verifies that each entry is
+ *     the first match on the probe from its home.
+ *   - Removed before the callback: the trampoline erases the slot, then
+ *     calls the user; the wheel has already forgotten the timer (one-shot),
+ *     so the callback may set the same key.
  *   - Out of memory changes nothing: the only allocations that can fail a
- *     call are the new entry and the first bucket array, both made before
- *     anything is linked; a failed growth leaves the old table in use.
+ *     call are a long key's block (made first) and the next table; when the
+ *     next table is refused the current one stays in use, at a higher load,
+ *     until one empty slot is left (probes need it to end), and only then
+ *     is an insert refused (the key block freed again).
  *   - Never early, exact, no idle cost: the wheel's (rota.h).
  *
  * HASHING
  *   A fast multiply-fold hash under the map's 128-bit seed (keyed_hash.h;
  *   its secrets premixed once, in `fk`), and SipHash-1-3 from the first
- *   chain longer than FLOOD_CHAIN on.
- *   Measured at a million 8-byte keys, SipHash made a lookup 15-20% slower:
- *   its serial rounds delay the bucket address the next miss needs.  Random
- *   keys never make such a chain (chains average the load, at most 1), so
- *   honest users keep the fast hash, and a client who found collisions in
- *   it buys one O(n) in-place rehash, after which the seeded PRF holds.
- *   No separate integer-key path: an 8-byte key already hashes in a few
- *   instructions and is compared as one word (`head`).
+ *   probe longer than flood_probe() on.  Measured at a million 8-byte keys,
+ *   SipHash made a lookup 15-20% slower: its serial rounds delay the slot
+ *   address the next miss needs.  Linear probing makes longer runs than
+ *   chaining at random (a run is a cluster, not a bucket): the longest
+ *   probe at load 3/4 was 50 slots at 2^10, 160 at 2^20 and 220 at 2^24
+ *   in simulation (about 380 at 2^24 at load 0.8; a growth in steps
+ *   reaches 0.78), so the bound grows with the table (64 + 32 log2 size: 384 at
+ *   2^10, 832 at 2^24).  Keys chosen to collide in the fast hash's
+ *   low bits pile into one cluster and cross it after a few hundred
+ *   inserts; the map then rebuilds the table once, at once, under the
+ *   seeded PRF (O(n), a new array; if the allocator refuses, the fast hash
+ *   stays and a later long probe tries again).  That stall is the price
+ *   the attacker's collisions buy, never an honest user's.
  *
  * ALTERNATIVES REJECTED
+ *   - Chained buckets with one allocation per entry (this layer's previous
+ *     design): two dependent misses per lookup (bucket, then entry), and
+ *     W6 at 1e6 keys took about 0.7 of the rounds baseline's time against
+ *     about 0.4 now.  It used less memory (104 bytes an entry at 1e6 with
+ *     glibc, against 151 here, where 1e6 keys fall just past load 3/4 of
+ *     2^20 slots; 120 at 1e7).
+ *   - Open addressing with {tag, pointer} slots: the same two dependent
+ *     misses as chaining.
+ *   - Rehashing all at once: 3.6 s in one call at 1e7 keys (see RESIZING
+ *     IN STEPS).
+ *   - Tombstones instead of the backward shift: no entries moved on
+ *     deletion, but probes lengthen until a rebuild; a shift moves a
+ *     couple of slots on average, each an O(1) relocate.  (The old table
+ *     of a migration does use them: it is never probed for an insert and
+ *     goes away when the migration ends.)
+ *   - Robin Hood ordering: shorter worst probes, but inserts swap entries,
+ *     and each swap of a pending entry is a relocate touching two random
+ *     neighbours.
  *   - The caller passes a wheel: every entry would need a pointer back to
  *     its map (8 bytes each) for the expire trampoline.  Exposing the map's
  *     own wheel gives event loops the same single wheel.
- *   - Open addressing with {tag, pointer} slots: the same two dependent
- *     misses per lookup, more bytes per entry at a safe load, and deletion
- *     needs tombstones or back-shifting.
- *   - Doubly linked chains: O(1) unlink on expiry for 8 more bytes per
- *     entry; the singly linked walk from the bucket is short and the bucket
- *     is hashed from the stored hash, not the key.
- *   - Rehashing all at once: a 1e7-key map would stall for ~100 ms in one
- *     set; a zeroed new array would stall for its memset.
- *   - Entries stored in the table itself (open addressing): one dependent
- *     miss per lookup instead of two, and a prototype ran W6 at 1e6 keys
- *     in about 0.36 of the rounds baseline's time (this design: about
- *     0.6).  But entries then move (on growth, and on deletion by back
- *     shifting), and the wheel links timers by address.  Moving a pending
- *     timer through the wheel's API (cancel, arm at the new address) puts
- *     it behind later-set equal deadlines, and inside an advance defers a
- *     due entry to the next advance; both break documented guarantees.
- *     It needs a wheel primitive that moves a pending timer to a new
- *     address in place (splice the node, keep its slot and order), O(1),
- *     plus the variable-length key kept outside the table.
  */
 #define _DEFAULT_SOURCE /* getrandom() */
 #include "rota/keyed.h"
@@ -123,38 +176,46 @@
 
 #include "keyed_hash.h"
 
-/* The smallest bucket array; a power of two. */
-#define MIN_BUCKETS 8u
-/* The largest: hashes are stored in 32 bits. */
-#define MAX_BUCKETS ((size_t)1 << 31)
-/* Non-empty old buckets moved per insert and per removal while resizing,
- * and the empty ones that may be passed over for each. */
-#define MOVES_PER_INSERT 2u
-#define MOVES_PER_REMOVE 2u
-#define EMPTY_VISITS 64u
+/* The smallest table; a power of two. */
+#define MIN_SLOTS 8u
+/* The largest: a slot's index is taken from the stored hash's low 31 bits. */
+#define MAX_SLOTS ((size_t)1 << 31)
+/* Set in every stored hash, so 0 marks an empty slot; TOMB marks a slot
+ * of the old table whose entry was migrated or removed. */
+#define OCCUPIED 0x80000000u
+#define TOMB 1u
+/* Keys up to this long are stored in the slot. */
+#define INLINE_KEY 8u
+/* Per step of a resize (one per insert, removal or expiry): slots of the
+ * next table made empty, or entries migrated and slots visited. */
+#define ZERO_PER_STEP 64u
+#define MOVES_PER_STEP 8u
+#define VISITS_PER_STEP 128u
 
-/* What a lookup reads comes first (24 bytes, usually one cache line): a
- * short key is compared without touching the rest. */
-struct entry {
-    struct entry *next; /* the bucket's chain */
-    uint32_t hash;
+/* One slot: 72 bytes.  What a lookup compares comes first, the timer's hot
+ * 16 bytes right after the value, so a set touches bytes 0-40. */
+struct slot {
+    uint32_t hash; /* the key's hash | OCCUPIED, 0 (empty) or TOMB */
     uint32_t key_len;
-    uint64_t head; /* the key's first 8 bytes, zero-padded */
+    union {
+        uint64_t word;      /* key_len <= 8: the bytes, zero-padded */
+        unsigned char *ptr; /* longer: the map's heap copy */
+    } key;
     void *value;
     struct rota_timer timer; /* pending iff the entry has a deadline */
-    unsigned char key[];     /* all key_len bytes, for the callbacks */
 };
 
 struct table {
-    struct entry **bucket;
-    size_t size; /* a power of two, or 0 before the first insert */
+    struct slot *slot;
+    size_t size; /* a power of two, or 0 for no table */
 };
 
 struct rota_keyed {
     struct rota_wheel wheel; /* the entries' timers; see the essay */
-    struct table table[2];   /* [1] exists only while resizing */
-    size_t cursor;           /* next old bucket to move while resizing */
-    bool resizing;
+    struct table cur;        /* where entries are added */
+    struct table next;       /* a resize's table, being emptied */
+    struct table old;        /* a resize's entries not yet migrated */
+    size_t cursor;           /* slots of next emptied, or of old migrated */
     bool draining;
     bool advancing;     /* inside rota_keyed_advance(): callbacks may run */
     unsigned in_expire; /* depth of expire callbacks running */
@@ -162,13 +223,13 @@ struct rota_keyed {
     size_t expiring;
     uint64_t k0, k1;
     struct rota__fastkey fk; /* the fast hash's secrets, from (k0, k1) */
-    bool sip; /* switched to SipHash after a suspiciously long chain */
+    bool sip; /* switched to SipHash after a suspiciously long probe */
     struct rota_keyed_allocator alloc;
     rota_keyed_expire_fn *expire;
     void *arg;
     size_t bytes;
-    size_t held; /* bytes of the entry out of the table in expire() */
-    size_t longest_chain;
+    size_t held; /* key bytes out of the table in expire() */
+    size_t longest_probe;
     uint64_t expired;
     uint64_t resizes;
 };
@@ -202,22 +263,24 @@ static void mem_free(struct rota_keyed *m, void *p, size_t size)
     m->alloc.free(m->alloc.ctx, p, size);
 }
 
-static size_t entry_size(uint32_t key_len)
+static inline const unsigned char *key_bytes(const struct slot *s)
 {
-    return offsetof(struct entry, key) + key_len;
+    return s->key_len <= INLINE_KEY ? (const unsigned char *)&s->key.word
+                                    : s->key.ptr;
 }
 
-static void free_entry(struct rota_keyed *m, struct entry *e)
+static void free_key(struct rota_keyed *m, struct slot *s)
 {
-    mem_free(m, e, entry_size(e->key_len));
+    if (s->key_len > INLINE_KEY)
+        mem_free(m, s->key.ptr, s->key_len);
 }
 
 /* -------------------------------------------------------------- table */
 
-static __attribute__((noinline)) uint32_t
-sip_key(const struct rota_keyed *m, const void *key, size_t len)
+static __attribute__((noinline)) uint32_t sip_key(const struct rota_keyed *m,
+                                                  const void *key, size_t len)
 {
-    return (uint32_t)rota__siphash(1, 3, m->k0, m->k1, key, len);
+    return (uint32_t)rota__siphash(1, 3, m->k0, m->k1, key, len) | OCCUPIED;
 }
 
 /* Inlined into every lookup: a call here costs more than the hash. */
@@ -226,204 +289,300 @@ hash_key(const struct rota_keyed *m, const void *key, size_t len)
 {
     if (__builtin_expect(m->sip, 0))
         return sip_key(m, key, len);
-    return (uint32_t)rota__fasthash_k(&m->fk, key, len);
+    return (uint32_t)rota__fasthash_k(&m->fk, key, len) | OCCUPIED;
 }
 
-static inline uint64_t head_of(const void *key, uint32_t len)
+static inline uint64_t word_of(const void *key, uint32_t len)
 {
-    uint64_t head = 0;
-    if (len >= 8)
-        memcpy(&head, key, 8); /* one load */
-    else if (len != 0)
-        memcpy(&head, key, len);
-    return head;
+    uint64_t word = 0;
+    if (len == 8)
+        memcpy(&word, key, 8); /* one load */
+    else if (len != 0 && len < 8)
+        memcpy(&word, key, len);
+    return word;
 }
 
-/* The bucket that holds (or would hold) a key with hash h; the table must
- * have buckets.  See the essay for the rule during a resize. */
-static inline struct entry **bucket_for(const struct rota_keyed *m,
-                                        uint32_t h)
+static inline bool key_equal(const struct slot *s, uint32_t h, uint64_t word,
+                             const void *key, uint32_t len)
 {
-    size_t old = h & (m->table[0].size - 1);
-    if (m->resizing && old < m->cursor)
-        return &m->table[1].bucket[h & (m->table[1].size - 1)];
-    return &m->table[0].bucket[old];
+    if (s->hash != h || s->key_len != len)
+        return false;
+    if (len <= INLINE_KEY)
+        return s->key.word == word;
+    return memcmp(s->key.ptr, key, len) == 0;
 }
 
-static inline bool key_equal(const struct entry *e, uint32_t h,
-                             uint64_t head, const void *key, uint32_t len)
+/* Whether s is one of t's slots (compared as integers: s may belong to
+ * another array). */
+static inline bool in_table(const struct table *t, const struct slot *s)
 {
-    return e->head == head && e->hash == h && e->key_len == len &&
-           (len <= 8 ||
-            memcmp(e->key + 8, (const unsigned char *)key + 8, len - 8) == 0);
+    return (uintptr_t)s - (uintptr_t)t->slot < t->size * sizeof *s;
 }
 
-/* The link that points at the key's entry, or NULL.  *walked receives the
- * number of entries compared. */
-static inline struct entry **find(const struct rota_keyed *m, uint32_t h,
-                                  const void *key, uint32_t len,
-                                  size_t *walked)
+/* Probe one table for the key: its slot, or NULL and in *end the empty
+ * slot that ends the probe.  TOMB slots (only in the old table) are passed
+ * over.  *walked receives the slots compared. */
+static inline struct slot *probe(const struct table *t, uint32_t h,
+                                 uint64_t word, const void *key, uint32_t len,
+                                 size_t *end, size_t *walked)
 {
-    size_t n = 0;
-    uint64_t head = head_of(key, len);
+    const size_t mask = t->size - 1;
+    size_t i = h & mask, n = 0;
+    struct slot *found = NULL;
 
-    *walked = 0;
-    if (m->table[0].size == 0)
-        return NULL;
-    for (struct entry **link = bucket_for(m, h); *link != NULL;
-         link = &(*link)->next) {
+    for (;; i = (i + 1) & mask) {
+        struct slot *s = &t->slot[i];
+        if (s->hash == 0)
+            break;
         n++;
-        if (key_equal(*link, h, head, key, len)) {
-            *walked = n;
-            return link;
+        if (key_equal(s, h, word, key, len)) {
+            found = s;
+            break;
         }
     }
+    *end = i;
     *walked = n;
-    return NULL;
+    return found;
 }
 
-static void rehash_with_siphash(struct rota_keyed *m);
-
-/* Track the longest chain; one this long under the fast hash means keys
- * were chosen to collide (random keys at load 1 give chains of 10 or so
- * at a billion keys). */
-#define FLOOD_CHAIN 32u
-
-/* find() for the calls that may change the map: track the longest chain
- * and switch hashes when it says keys were chosen to collide. */
-static inline struct entry **find_noting(struct rota_keyed *m,
-                                         const void *key, uint32_t len,
-                                         uint32_t *h)
+/* The key's slot, in the current table or (during a migration) the old
+ * one, or NULL and in *end where the probe of the current table ended.
+ * *walked receives the longer probe's length.  The map must have a
+ * table. */
+static inline struct slot *find(const struct rota_keyed *m, uint32_t h,
+                                const void *key, uint32_t len, size_t *end,
+                                size_t *walked)
 {
-    size_t walked;
+    const uint64_t word = len <= INLINE_KEY ? word_of(key, len) : 0;
+    size_t old_end, old_walked;
 
-    *h = hash_key(m, key, len);
-    struct entry **link = find(m, *h, key, len, &walked);
-    if (walked > m->longest_chain) { /* rare: a new record */
-        m->longest_chain = walked;
-        if (walked > FLOOD_CHAIN && !m->sip) {
-            rehash_with_siphash(m);
-            *h = hash_key(m, key, len);
-            link = find(m, *h, key, len, &walked);
+    struct slot *s = probe(&m->cur, h, word, key, len, end, walked);
+    if (s == NULL && m->old.size != 0) {
+        s = probe(&m->old, h, word, key, len, &old_end, &old_walked);
+        if (old_walked > *walked)
+            *walked = old_walked;
+    }
+    return s;
+}
+
+/* Move the entry in slot `from` to the empty slot `to`, its timer with it
+ * (the wheel keeps its place: rota_timer_relocate()). */
+static inline void move_slot(struct rota_keyed *m, struct slot *from,
+                             struct slot *to)
+{
+    to->hash = from->hash;
+    to->key_len = from->key_len;
+    to->key = from->key;
+    to->value = from->value;
+    (void)rota_timer_relocate(&m->wheel, &from->timer, &to->timer);
+    from->hash = 0;
+}
+
+/* The first empty slot from the home of hash h in table t. */
+static inline size_t empty_slot(const struct table *t, uint32_t h)
+{
+    const size_t mask = t->size - 1;
+    size_t i = h & mask;
+    while (t->slot[i].hash != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Take the entry in slot s out of the map.  In the current table the slot
+ * empties and the entries after it that may move closer to their home
+ * shift back (backward-shift deletion: no tombstones); in the old table,
+ * which takes no inserts, it becomes a TOMB that probes pass over. */
+static void erase(struct rota_keyed *m, struct slot *s)
+{
+    m->count--;
+    if (in_table(&m->old, s)) {
+        s->hash = TOMB;
+        return;
+    }
+    const size_t mask = m->cur.size - 1;
+    size_t i = (size_t)(s - m->cur.slot), j = i;
+    s->hash = 0;
+    for (;;) {
+        j = (j + 1) & mask;
+        struct slot *t = &m->cur.slot[j];
+        if (t->hash == 0)
+            break;
+        /* t may fill the hole unless its home lies in (i, j]. */
+        if (((j - (t->hash & mask)) & mask) >= ((j - i) & mask)) {
+            move_slot(m, t, &m->cur.slot[i]);
+            i = j;
         }
     }
-    return link;
 }
 
-/* Take an entry that is in the table out of its chain. */
-static void unlink_entry(struct rota_keyed *m, struct entry *e)
+static void free_table(struct rota_keyed *m, struct table *t)
 {
-    struct entry **link = bucket_for(m, e->hash);
-    while (*link != e)
-        link = &(*link)->next;
-    *link = e->next;
-    m->count--;
+    if (t->size != 0)
+        mem_free(m, t->slot, t->size * sizeof *t->slot);
+    *t = (struct table){NULL, 0};
 }
 
-/* Move old bucket i into the new array, clearing the new buckets it is the
- * first to feed. */
-static void move_bucket(struct rota_keyed *m, size_t i)
+/* One step of a resize (every remaining one for SIZE_MAX steps): empty
+ * the next table's slots, then, once it is ready and current, migrate the
+ * old table's entries into it in slot order. */
+static void resize_steps(struct rota_keyed *m, size_t steps)
 {
-    struct table *from = &m->table[0], *to = &m->table[1];
-
-    if (to->size > from->size) {
-        for (size_t j = i; j < to->size; j += from->size)
-            to->bucket[j] = NULL;
-    } else if (i < to->size) {
-        to->bucket[i] = NULL;
+    if (m->next.size != 0) {
+        size_t left = m->next.size - m->cursor;
+        size_t n =
+            steps == SIZE_MAX || left <= ZERO_PER_STEP ? left : ZERO_PER_STEP;
+        for (size_t i = m->cursor; i < m->cursor + n; i++)
+            m->next.slot[i].hash = 0;
+        m->cursor += n;
+        if (m->cursor < m->next.size)
+            return;
+        m->old = m->cur;
+        m->cur = m->next;
+        m->next = (struct table){NULL, 0};
+        m->cursor = 0;
+        if (steps != SIZE_MAX)
+            return;
     }
-    struct entry *e = from->bucket[i];
-    from->bucket[i] = NULL;
-    while (e != NULL) {
-        struct entry *next = e->next;
-        struct entry **head = &to->bucket[e->hash & (to->size - 1)];
-        e->next = *head;
-        *head = e;
-        e = next;
-    }
-}
-
-static void finish_resize(struct rota_keyed *m)
-{
-    mem_free(m, m->table[0].bucket,
-             m->table[0].size * sizeof *m->table[0].bucket);
-    m->table[0] = m->table[1];
-    m->table[1] = (struct table){NULL, 0};
-    m->resizing = false;
-}
-
-/* Move up to `moves` non-empty old buckets (all of them for SIZE_MAX). */
-static void resize_step(struct rota_keyed *m, size_t moves)
-{
-    if (!m->resizing)
+    if (m->old.size == 0)
         return;
-    size_t visits = moves == SIZE_MAX ? SIZE_MAX : moves * EMPTY_VISITS;
-    size_t size = m->table[0].size;
-    while (moves > 0 && visits > 0 && m->cursor < size) {
-        if (m->table[0].bucket[m->cursor] != NULL)
-            moves--;
+    size_t moves = steps == SIZE_MAX ? SIZE_MAX : MOVES_PER_STEP;
+    size_t visits = steps == SIZE_MAX ? SIZE_MAX : VISITS_PER_STEP;
+    while (moves > 0 && visits > 0 && m->cursor < m->old.size) {
+        struct slot *s = &m->old.slot[m->cursor++];
         visits--;
-        move_bucket(m, m->cursor++);
+        if ((s->hash & OCCUPIED) != 0) {
+            move_slot(m, s, &m->cur.slot[empty_slot(&m->cur, s->hash)]);
+            s->hash = TOMB;
+            moves--;
+        }
     }
-    if (m->cursor == size)
-        finish_resize(m);
+    if (m->cursor == m->old.size) {
+        free_table(m, &m->old);
+        m->cursor = 0;
+    }
 }
 
-/* Start growing at load 1 or shrinking below 1/8 when the allocator
- * allows; otherwise go on with the current array. */
+static inline bool resizing(const struct rota_keyed *m)
+{
+    return (m->next.size | m->old.size) != 0;
+}
+
+/* Start a resize when the load passes 3/4 (to twice the size) or falls
+ * below 1/8 (to load 1/4 to 1/2) and the allocator gives the new table;
+ * otherwise go on with the current one. */
 static void maybe_resize(struct rota_keyed *m)
 {
-    size_t size = m->table[0].size, want;
+    size_t size = m->cur.size, want;
 
-    if (m->resizing || size == 0)
+    if (resizing(m) || size == 0)
         return;
-    if (m->count > size) {
-        if (size >= MAX_BUCKETS)
+    if (m->count > size / 4 * 3) {
+        if (size >= MAX_SLOTS)
             return;
         want = size * 2;
-    } else if (size > MIN_BUCKETS && m->count < size / 8) {
-        want = MIN_BUCKETS;
+    } else if (size > MIN_SLOTS && m->count < size / 8) {
+        want = MIN_SLOTS;
         while (want < m->count * 2)
             want *= 2;
     } else {
         return;
     }
-    struct entry **bucket = mem_alloc(m, want * sizeof *bucket);
-    if (bucket == NULL)
+    struct slot *slot = mem_alloc(m, want * sizeof *slot);
+    if (slot == NULL)
         return;
-    m->table[1] = (struct table){bucket, want};
+    m->next = (struct table){slot, want};
     m->cursor = 0;
-    m->resizing = true;
     m->resizes++;
 }
 
-/* Switch to SipHash for good and rebuild the chains in place: O(n) once,
- * no allocation, so it cannot fail. */
+/* After an insert or a removal: start or continue a resize. */
+static inline void resize_work(struct rota_keyed *m)
+{
+    maybe_resize(m);
+    if (resizing(m))
+        resize_steps(m, 1);
+}
+
+/* Whether the current table can take one more entry and keep an empty
+ * slot to end probes (it holds at most m->count entries).  When it is
+ * that full, finish a resize in progress, or make one at once; false
+ * when the allocator refuses. */
+static bool room_for_one(struct rota_keyed *m)
+{
+    if (m->cur.size == 0) {
+        struct slot *slot = mem_alloc(m, MIN_SLOTS * sizeof *slot);
+        if (slot == NULL)
+            return false;
+        for (size_t i = 0; i < MIN_SLOTS; i++)
+            slot[i].hash = 0;
+        m->cur = (struct table){slot, MIN_SLOTS};
+        return true;
+    }
+    if (m->count + 2 <= m->cur.size)
+        return true;
+    resize_steps(m, SIZE_MAX); /* rare: see the essay */
+    maybe_resize(m);
+    resize_steps(m, SIZE_MAX);
+    return m->count + 2 <= m->cur.size;
+}
+
+/* The longest probe random keys make grows with log(size): in
+ * simulation 50 slots at 2^10, 160 at 2^20 and 220 at 2^24 at load 3/4,
+ * 70, 200 and 380 at load 0.8 (a growth reaches 0.78 before the new table
+ * is ready; 300 to 330 seen at 2^24 inserting 1e7 keys).  One over this
+ * says keys were chosen to collide. */
+static inline size_t flood_probe(size_t size)
+{
+    size_t bits = 0;
+    while (((size_t)1 << bits) < size)
+        bits++;
+    return 64 + 32 * bits;
+}
+
+/* Switch to SipHash for good and rebuild the table under it: O(n) once,
+ * after finishing any resize.  When the allocator refuses, the fast hash
+ * stays and a later long probe tries again. */
 static void rehash_with_siphash(struct rota_keyed *m)
 {
-    struct entry *all = NULL;
-
-    resize_step(m, SIZE_MAX);
-    struct table *t = &m->table[0];
-    for (size_t i = 0; i < t->size; i++) {
-        struct entry *e = t->bucket[i];
-        while (e != NULL) {
-            struct entry *next = e->next;
-            e->next = all;
-            all = e;
-            e = next;
-        }
-        t->bucket[i] = NULL;
-    }
+    resize_steps(m, SIZE_MAX);
+    const size_t size = m->cur.size;
+    struct slot *fresh = mem_alloc(m, size * sizeof *fresh);
+    if (fresh == NULL)
+        return;
     m->sip = true;
-    while (all != NULL) {
-        struct entry *e = all;
-        all = e->next;
-        e->hash = hash_key(m, e->key, e->key_len);
-        struct entry **head = &t->bucket[e->hash & (t->size - 1)];
-        e->next = *head;
-        *head = e;
+    for (size_t i = 0; i < size; i++)
+        fresh[i].hash = 0;
+    struct table t = {fresh, size};
+    for (size_t i = 0; i < size; i++) {
+        struct slot *s = &m->cur.slot[i];
+        if (s->hash == 0)
+            continue;
+        s->hash = hash_key(m, key_bytes(s), s->key_len);
+        move_slot(m, s, &fresh[empty_slot(&t, s->hash)]);
     }
+    free_table(m, &m->cur);
+    m->cur = t;
+}
+
+/* find() for the calls that may change the map: track the longest probe
+ * and switch hashes when it says keys were chosen to collide.  The map
+ * must have a table. */
+static inline struct slot *find_noting(struct rota_keyed *m, const void *key,
+                                       uint32_t len, uint32_t *h, size_t *end)
+{
+    size_t walked;
+
+    *h = hash_key(m, key, len);
+    struct slot *s = find(m, *h, key, len, end, &walked);
+    if (walked > m->longest_probe) { /* rare: a new record */
+        m->longest_probe = walked;
+        if (walked > flood_probe(m->cur.size) && !m->sip) {
+            rehash_with_siphash(m);
+            *h = hash_key(m, key, len);
+            s = find(m, *h, key, len, end, &walked);
+        }
+    }
+    return s;
 }
 
 /* ---------------------------------------------------------- deadlines */
@@ -439,42 +598,50 @@ static uint64_t deadline_in(const struct rota_keyed *m, uint64_t ttl)
 
 /* Give an entry in the table its new deadline.  The calls cannot fail: the
  * wheel and the timer are the map's own and initialised. */
-static inline void apply_deadline(struct rota_keyed *m, struct entry *e,
+static inline void apply_deadline(struct rota_keyed *m, struct slot *s,
                                   uint64_t deadline)
 {
     if (deadline == ROTA_NEVER) {
-        if (rota_timer_cancel(&m->wheel, &e->timer) == 1)
+        if (rota_timer_cancel(&m->wheel, &s->timer) == 1)
             m->expiring--;
-    } else if (rota_timer_touch(&m->wheel, &e->timer, deadline) ==
+    } else if (rota_timer_touch(&m->wheel, &s->timer, deadline) ==
                ROTA_ENOENT) {
         /* Touch moves only a pending timer (later: a store; earlier: the
          * wheel re-files it); this one had no deadline. */
-        (void)rota_timer_arm(&m->wheel, &e->timer, deadline);
+        (void)rota_timer_arm(&m->wheel, &s->timer, deadline);
         m->expiring++;
     }
 }
 
-/* The wheel calls this for a due entry: out of the map, then the user. */
+/* The wheel calls this for a due entry: out of the map, then the user.
+ * The entry's slot is reused by the erase (and the callback may move or
+ * grow the table), so what the callback and the code after it need is
+ * copied out first; nothing here reads the slot after erase(). */
 static void on_expire(struct rota_wheel *wheel, struct rota_timer *timer,
                       uint64_t late)
 {
     struct rota_keyed *m = rota_container_of(wheel, struct rota_keyed, wheel);
-    struct entry *e = rota_container_of(timer, struct entry, timer);
+    struct slot *s = rota_container_of(timer, struct slot, timer);
+    const uint32_t len = s->key_len;
+    void *const value = s->value;
+    const uint64_t word = s->key.word;
+    unsigned char *const heap = len > INLINE_KEY ? s->key.ptr : NULL;
 
     (void)late;
-    unlink_entry(m, e);
+    erase(m, s);
     m->expiring--;
     m->expired++;
     if (m->expire != NULL) {
         m->in_expire++;
-        m->held += entry_size(e->key_len);
-        m->expire(m, e->key, e->key_len, e->value, m->arg);
-        m->held -= entry_size(e->key_len);
+        m->held += heap != NULL ? len : 0;
+        m->expire(m, heap != NULL ? heap : (const void *)&word, len, value,
+                  m->arg);
+        m->held -= heap != NULL ? len : 0;
         m->in_expire--;
     }
-    free_entry(m, e);
-    maybe_resize(m);
-    resize_step(m, MOVES_PER_REMOVE);
+    if (heap != NULL)
+        mem_free(m, heap, len);
+    resize_work(m);
 }
 
 /* ------------------------------------------------------------ public */
@@ -525,22 +692,18 @@ int rota_keyed_create(struct rota_keyed **out,
     return 0;
 }
 
-/* Free every entry and bucket array, calling nothing. */
+/* Free every key copy and every table, calling nothing. */
 static void free_all(struct rota_keyed *m)
 {
-    resize_step(m, SIZE_MAX);
-    struct table *t = &m->table[0];
-    for (size_t i = 0; i < t->size; i++) {
-        struct entry *e = t->bucket[i];
-        while (e != NULL) {
-            struct entry *next = e->next;
-            free_entry(m, e);
-            e = next;
-        }
+    struct table *held[2] = {&m->cur, &m->old};
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < held[k]->size; i++)
+            if ((held[k]->slot[i].hash & OCCUPIED) != 0)
+                free_key(m, &held[k]->slot[i]);
+        free_table(m, held[k]);
     }
-    if (t->size != 0)
-        mem_free(m, t->bucket, t->size * sizeof *t->bucket);
-    *t = (struct table){NULL, 0};
+    free_table(m, &m->next);
+    m->cursor = 0;
     m->count = 0;
     m->expiring = 0;
 }
@@ -560,68 +723,73 @@ int rota_keyed_destroy(struct rota_keyed *m)
 
 static int check_key(const struct rota_keyed *m, const void *key, size_t len)
 {
-    if (m == NULL || (key == NULL && len != 0) || len > UINT32_MAX ||
-        len > SIZE_MAX - offsetof(struct entry, key))
+    if (m == NULL || (key == NULL && len != 0) || len > UINT32_MAX)
         return ROTA_EINVAL;
     return 0;
 }
 
-/* Add a key known to be absent. */
-static int insert(struct rota_keyed *m, uint32_t h, const void *key,
+/* Add a key known to be absent; the probe of the current table ended at
+ * slot `end`, unless the map had no table.  The key copy is made before
+ * the table changes, so a refusal leaves everything as it was. */
+static int insert(struct rota_keyed *m, size_t end, uint32_t h, const void *key,
                   uint32_t len, void *value, uint64_t deadline)
 {
-    struct entry *e = mem_alloc(m, entry_size(len));
-    if (e == NULL)
-        return ROTA_ENOMEM;
-    if (m->table[0].size == 0) {
-        struct entry **bucket = mem_alloc(m, MIN_BUCKETS * sizeof *bucket);
-        if (bucket == NULL) {
-            mem_free(m, e, entry_size(len));
+    unsigned char *heap = NULL;
+    if (len > INLINE_KEY) {
+        heap = mem_alloc(m, len);
+        if (heap == NULL)
             return ROTA_ENOMEM;
-        }
-        memset(bucket, 0, MIN_BUCKETS * sizeof *bucket);
-        m->table[0] = (struct table){bucket, MIN_BUCKETS};
+        memcpy(heap, key, len);
     }
-    rota_timer_init(&e->timer, on_expire);
-    e->value = value;
-    e->hash = h;
-    e->key_len = len;
-    e->head = head_of(key, len);
-    if (len != 0)
-        memcpy(e->key, key, len);
-    struct entry **head = bucket_for(m, h);
-    e->next = *head;
-    *head = e;
+    struct slot *before = m->cur.slot;
+    if (!room_for_one(m)) {
+        if (heap != NULL)
+            mem_free(m, heap, len);
+        return ROTA_ENOMEM;
+    }
+    if (m->cur.slot != before) /* a new table: probe it */
+        end = empty_slot(&m->cur, h);
+    struct slot *s = &m->cur.slot[end];
+    s->hash = h;
+    s->key_len = len;
+    if (heap != NULL)
+        s->key.ptr = heap;
+    else
+        s->key.word = word_of(key, len);
+    s->value = value;
+    rota_timer_init(&s->timer, on_expire);
     m->count++;
     if (deadline != ROTA_NEVER) {
-        (void)rota_timer_arm(&m->wheel, &e->timer, deadline);
+        (void)rota_timer_arm(&m->wheel, &s->timer, deadline);
         m->expiring++;
     }
-    maybe_resize(m);
-    resize_step(m, MOVES_PER_INSERT);
+    resize_work(m);
     return 0;
 }
 
 /* The public functions are interposable symbols in the shared library, so
  * they call these instead of one another: one call per operation. */
-static inline int set_at(struct rota_keyed *m, const void *key,
-                         size_t key_len, void *value, uint64_t deadline,
-                         void **old_value)
+static inline int set_at(struct rota_keyed *m, const void *key, size_t key_len,
+                         void *value, uint64_t deadline, void **old_value)
 {
     int rc = check_key(m, key, key_len);
     if (rc != 0)
         return rc;
     uint32_t len = (uint32_t)key_len, h;
-    struct entry **link = find_noting(m, key, len, &h);
-    if (link != NULL) {
-        struct entry *e = *link;
+    size_t end = 0;
+    struct slot *s = NULL;
+    if (m->cur.size != 0)
+        s = find_noting(m, key, len, &h, &end);
+    else
+        h = hash_key(m, key, len);
+    if (s != NULL) {
         if (old_value != NULL)
-            *old_value = e->value;
-        e->value = value;
-        apply_deadline(m, e, deadline);
+            *old_value = s->value;
+        s->value = value;
+        apply_deadline(m, s, deadline);
         return 1;
     }
-    return insert(m, h, key, len, value, deadline);
+    return insert(m, end, h, key, len, value, deadline);
 }
 
 int rota_keyed_set_at(struct rota_keyed *m, const void *key, size_t key_len,
@@ -638,17 +806,20 @@ int rota_keyed_set(struct rota_keyed *m, const void *key, size_t key_len,
     return set_at(m, key, key_len, value, deadline_in(m, ttl), old_value);
 }
 
-static inline int move_at(struct rota_keyed *m, const void *key,
-                          size_t key_len, uint64_t deadline)
+static inline int move_at(struct rota_keyed *m, const void *key, size_t key_len,
+                          uint64_t deadline)
 {
     int rc = check_key(m, key, key_len);
     if (rc != 0)
         return rc;
-    uint32_t h;
-    struct entry **link = find_noting(m, key, (uint32_t)key_len, &h);
-    if (link == NULL)
+    if (m->cur.size == 0)
         return ROTA_ENOENT;
-    apply_deadline(m, *link, deadline);
+    uint32_t h;
+    size_t end;
+    struct slot *s = find_noting(m, key, (uint32_t)key_len, &h, &end);
+    if (s == NULL)
+        return ROTA_ENOENT;
+    apply_deadline(m, s, deadline);
     return 0;
 }
 
@@ -672,20 +843,20 @@ int rota_keyed_remove(struct rota_keyed *m, const void *key, size_t key_len,
     int rc = check_key(m, key, key_len);
     if (rc != 0)
         return rc;
-    uint32_t h;
-    struct entry **link = find_noting(m, key, (uint32_t)key_len, &h);
-    if (link == NULL)
+    if (m->cur.size == 0)
         return 0;
-    struct entry *e = *link;
-    *link = e->next;
-    m->count--;
-    if (rota_timer_cancel(&m->wheel, &e->timer) == 1)
+    uint32_t h;
+    size_t end;
+    struct slot *s = find_noting(m, key, (uint32_t)key_len, &h, &end);
+    if (s == NULL)
+        return 0;
+    if (rota_timer_cancel(&m->wheel, &s->timer) == 1)
         m->expiring--;
     if (value != NULL)
-        *value = e->value;
-    free_entry(m, e);
-    maybe_resize(m);
-    resize_step(m, MOVES_PER_REMOVE);
+        *value = s->value;
+    free_key(m, s);
+    erase(m, s);
+    resize_work(m);
     return 1;
 }
 
@@ -695,17 +866,18 @@ int rota_keyed_get(const struct rota_keyed *m, const void *key, size_t key_len,
     int rc = check_key(m, key, key_len);
     if (rc != 0)
         return rc;
-    size_t walked;
-    struct entry **link =
-        find(m, hash_key(m, key, key_len), key, (uint32_t)key_len, &walked);
-    if (link == NULL)
+    if (m->cur.size == 0)
         return 0;
-    const struct entry *e = *link;
+    size_t end, walked;
+    const struct slot *s = find(m, hash_key(m, key, key_len), key,
+                                (uint32_t)key_len, &end, &walked);
+    if (s == NULL)
+        return 0;
     if (value != NULL)
-        *value = e->value;
+        *value = s->value;
     if (deadline != NULL)
-        *deadline = rota_timer_pending(&e->timer)
-                        ? rota_timer_deadline(&e->timer)
+        *deadline = rota_timer_pending(&s->timer)
+                        ? rota_timer_deadline(&s->timer)
                         : ROTA_NEVER;
     return 1;
 }
@@ -766,27 +938,30 @@ int rota_keyed_drain(struct rota_keyed *m, rota_keyed_drain_fn *fn, void *arg)
         return ROTA_EINVAL;
     if (m->draining)
         return ROTA_EBUSY;
-    /* Detach everything first: fn sees an empty map and may use it. */
-    resize_step(m, SIZE_MAX);
-    struct table t = m->table[0];
-    m->table[0] = (struct table){NULL, 0};
+    /* Detach the table first: fn sees an empty map and may use it (a set
+     * makes a new table), while the detached slots stay where they are. */
+    resize_steps(m, SIZE_MAX);
+    struct table t = m->cur;
+    m->cur = (struct table){NULL, 0};
     m->count = 0;
     m->expiring = 0;
     m->draining = true;
     for (size_t i = 0; i < t.size; i++) {
-        struct entry *e = t.bucket[i];
-        while (e != NULL) {
-            struct entry *next = e->next;
-            (void)rota_timer_cancel(&m->wheel, &e->timer);
-            fn(m, e->key, e->key_len, e->value, arg);
-            free_entry(m, e);
-            e = next;
-        }
+        struct slot *s = &t.slot[i];
+        if (s->hash == 0)
+            continue;
+        (void)rota_timer_cancel(&m->wheel, &s->timer);
+        fn(m, key_bytes(s), s->key_len, s->value, arg);
+        free_key(m, s);
     }
     m->draining = false;
-    if (t.size != 0)
-        mem_free(m, t.bucket, t.size * sizeof *t.bucket);
+    free_table(m, &t);
     return 0;
+}
+
+static size_t max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
 }
 
 void rota_keyed_stats(const struct rota_keyed *m, struct rota_keyed_stats *out)
@@ -796,11 +971,9 @@ void rota_keyed_stats(const struct rota_keyed *m, struct rota_keyed_stats *out)
     *out = (struct rota_keyed_stats){
         .count = m->count,
         .expiring = m->expiring,
-        .buckets = m->resizing && m->table[1].size > m->table[0].size
-                       ? m->table[1].size
-                       : m->table[0].size,
+        .buckets = max_size(m->cur.size, max_size(m->next.size, m->old.size)),
         .bytes = m->bytes,
-        .longest_chain = m->longest_chain,
+        .longest_chain = m->longest_probe,
         .sip_hash = m->sip,
         .expired = m->expired,
         .resizes = m->resizes,
@@ -816,35 +989,52 @@ void rota_keyed_stats(const struct rota_keyed *m, struct rota_keyed_stats *out)
         return ROTA_ECORRUPT;                                                  \
     } while (0)
 
-/* Whether bucket j of the new array has been cleared (see move_bucket). */
-static bool new_bucket_live(const struct rota_keyed *m, size_t j)
-{
-    size_t old_size = m->table[0].size, new_size = m->table[1].size;
-    if (new_size > old_size)
-        return (j & (old_size - 1)) < m->cursor;
-    return j < m->cursor && j < new_size;
-}
-
 struct census {
     size_t entries, expiring, bytes;
 };
 
-static int check_chain(const struct rota_keyed *m, struct entry *const *head,
-                       struct census *c, const char **why)
+/* The entries of one table: each where linear probing finds it (no empty
+ * slot between its home and it; TOMBs only in the old table, none before
+ * the migration cursor) and the first match on the map's way to its key,
+ * so no key appears twice. */
+static int check_table(const struct rota_keyed *m, const struct table *t,
+                       bool old, struct census *c, const char **why)
 {
-    for (const struct entry *e = *head; e != NULL; e = e->next) {
+    const size_t mask = t->size - 1;
+
+    if ((t->size & mask) != 0 || t->size > MAX_SLOTS)
+        FAIL("table size is not a power of two");
+    c->bytes += t->size * sizeof *t->slot;
+    for (size_t i = 0; i < t->size; i++) {
+        const struct slot *s = &t->slot[i];
+        if (s->hash == 0)
+            continue;
+        if (s->hash == TOMB) {
+            if (!old)
+                FAIL("a tombstone outside the old table");
+            continue;
+        }
+        if ((s->hash & OCCUPIED) == 0)
+            FAIL("a slot is neither empty, a tombstone nor occupied");
+        if (old && i < m->cursor)
+            FAIL("an entry before the migration cursor");
         if (++c->entries > m->count)
-            FAIL("more entries in the chains than counted (a cycle?)");
-        if (hash_key(m, e->key, e->key_len) != e->hash)
+            FAIL("more entries in the tables than counted");
+        if (hash_key(m, key_bytes(s), s->key_len) != s->hash)
             FAIL("stored hash does not match the key");
-        if (bucket_for(m, e->hash) != head)
-            FAIL("entry is not in the bucket its hash implies");
-        for (const struct entry *o = e->next; o != NULL; o = o->next)
-            if (key_equal(o, e->hash, e->head, e->key, e->key_len))
-                FAIL("a key appears twice");
-        if (rota_timer_pending(&e->timer))
+        if (s->key_len <= INLINE_KEY &&
+            s->key.word != word_of(&s->key.word, s->key_len))
+            FAIL("inline key is not zero-padded");
+        for (size_t j = s->hash & mask; j != i; j = (j + 1) & mask)
+            if (t->slot[j].hash == 0)
+                FAIL("an empty slot cuts an entry off from its home");
+        size_t end, walked;
+        if (find(m, s->hash, key_bytes(s), s->key_len, &end, &walked) != s)
+            FAIL("a key appears twice");
+        if (rota_timer_pending(&s->timer))
             c->expiring++;
-        c->bytes += entry_size(e->key_len);
+        if (s->key_len > INLINE_KEY)
+            c->bytes += s->key_len;
     }
     return 0;
 }
@@ -856,38 +1046,28 @@ int rota_keyed_check(const struct rota_keyed *m, const char **why)
     if (m == NULL)
         FAIL("NULL map");
     struct census c = {0, 0, sizeof *m + m->held};
-    for (int k = 0; k < 2; k++) {
-        size_t size = m->table[k].size;
-        if ((size & (size - 1)) != 0)
-            FAIL("bucket array size is not a power of two");
-        if (size != 0 && k == 1 && !m->resizing)
-            FAIL("second bucket array outside a resize");
-        if (size != 0)
-            c.bytes += size * sizeof *m->table[k].bucket;
-    }
-    if (m->table[0].size == 0 && (m->count != 0 || m->resizing))
-        FAIL("entries or a resize without buckets");
-    if (m->resizing && (m->table[1].size == 0 || m->cursor >= m->table[0].size))
+    if (m->cur.size == 0 && (m->count != 0 || resizing(m)))
+        FAIL("entries or a resize without a table");
+    if (m->next.size != 0 && m->old.size != 0)
+        FAIL("a table emptied while another migrates");
+    if (m->next.size != 0 && m->cursor >= m->next.size)
         FAIL("resize state is inconsistent");
-    for (size_t i = 0; i < m->table[0].size; i++) {
-        if (m->resizing && i < m->cursor) {
-            if (m->table[0].bucket[i] != NULL)
-                FAIL("a moved old bucket is not empty");
-            continue;
-        }
-        if (check_chain(m, &m->table[0].bucket[i], &c, why) != 0)
-            return ROTA_ECORRUPT;
-    }
-    for (size_t j = 0; m->resizing && j < m->table[1].size; j++)
-        if (new_bucket_live(m, j) &&
-            check_chain(m, &m->table[1].bucket[j], &c, why) != 0)
-            return ROTA_ECORRUPT;
+    if (m->old.size != 0 && m->cursor >= m->old.size)
+        FAIL("migration state is inconsistent");
+    if ((m->next.size & (m->next.size - 1)) != 0)
+        FAIL("next table size is not a power of two");
+    c.bytes += m->next.size * sizeof *m->next.slot;
+    if (check_table(m, &m->cur, false, &c, why) != 0 ||
+        check_table(m, &m->old, true, &c, why) != 0)
+        return ROTA_ECORRUPT;
+    if (m->cur.size != 0 && c.entries >= m->cur.size)
+        FAIL("no empty slot left to end a probe");
     if (c.entries != m->count)
-        FAIL("entry count disagrees with the chains");
+        FAIL("entry count disagrees with the tables");
     if (c.expiring != m->expiring)
         FAIL("expiring count disagrees with the pending timers");
-    /* A drain holds the detached entries and array where this cannot see
-     * them: skip the memory comparison inside a drain function. */
+    /* A drain holds the detached table where this cannot see it: skip the
+     * memory comparison inside a drain function. */
     if (c.bytes != m->bytes && !m->draining)
         FAIL("memory accounting disagrees with the blocks held");
     if (rota_wheel_count(&m->wheel) < m->expiring)

@@ -167,7 +167,7 @@ static void script(void)
                          km_remove(&S.model, key, len, NULL));
         }
         verify_intact(__LINE__);
-        if (round == 1) { /* drain frees the buckets: next insert needs new */
+        if (round == 1) { /* drain frees the table: the next insert needs one */
             S.step++;
             CHECK_EQ_INT(rota_keyed_drain(S.map, drop, NULL), 0);
             while (S.model.n > 0)

@@ -40,7 +40,7 @@
  *   An advance whose `now` reaches an entry's deadline removes the entry from
  *   the map and then calls the expire callback with its key and value; the
  *   key bytes stay valid until the callback returns, then the entry is
-  *   freed.  Entries due in one advance expire in deadline order, ties in the
+ *   freed.  Entries due in one advance expire in deadline order, ties in the
  *   order their deadlines were set (an entry moved later takes its place
  *   when the wheel re-files it, as rota.h says of touched timers).
  *
@@ -66,37 +66,41 @@
  *
  * MEMORY
  *   All memory comes from the allocator in the config (malloc and free when
- *   it is NULL): one block per entry (header + key bytes), the bucket array
- *   (two during a resize) and the map itself.  When an allocation fails the
- *   call returns ROTA_ENOMEM and every existing entry, value and deadline is
- *   as it was; a failed table growth is not an error (the map works on at a
- *   higher load and tries again on a later insert).  The table grows at
- *   load 1 and shrinks below 1/8, moving a few buckets per insert or
- *   removal (incremental, as Redis's dict) so no single call pays for
- *   rehashing a million keys.
+ *   it is NULL): the slot array, which holds the entries themselves (two
+ *   arrays for the length of a resize), a block per key longer than 8 bytes
+ *   (its length, no header) and the map itself.  When an allocation fails
+ *   the call returns ROTA_ENOMEM and every existing entry, value and
+ *   deadline is as it was; a failed table growth is not an error (the map
+ *   works on at a higher load and tries again on a later insert, and
+ *   refuses an insert only when a single empty slot is left).  The table
+ *   grows at load 3/4 and shrinks below 1/8 in steps: each insert, removal
+ *   or expiry empties 64 slots of the new table, then moves eight entries
+ *   into it, so no single call pays for rehashing a million keys (the
+ *   worst seen inserting 1e7 keys: about 40 ms, the allocator freeing the
+ *   old table; see src/keyed.c).
  *
- *   Measured on x86-64 (tests/test_keyed.c checks the header size; see
+ *   Measured on x86-64 (tests/test_keyed.c checks the slot size; see
  *   examples/ttl-cache/README.md for the RSS figure):
- *     entry header           80 bytes (48 of them the struct rota_timer)
- *     + the key bytes
- *     + bucket array         8 to 16 bytes an entry at steady state (load
- *                            between 1/2 and 1)
- *     + the allocator's own  glibc malloc: 8 bytes, rounded up to 16, so an
- *                            entry with a key of up to 8 bytes takes a
- *                            96-byte chunk
- *   With 8-byte keys the process grows by 104 bytes an entry at 1e6
- *   entries and 110 at 1e7, bucket array included (measured with glibc
- *   malloc by bench/bench_keyed.c).
+ *     slot                   72 bytes (48 of them the struct rota_timer),
+ *                            keys of up to 8 bytes included; 96 to 192
+ *                            bytes an entry at load 3/4 to 3/8
+ *     + longer keys          a block of the key's length (with glibc
+ *                            malloc's 8 bytes, rounded up to 16)
+ *   With 8-byte keys the process grows by 151 bytes an entry at 1e6
+ *   entries (just past load 3/4 of 2^20 slots) and 120 at 1e7 (measured
+ *   with glibc malloc by bench/bench_keyed.c).  A resize holds the old
+ *   array and the new one at once (1.8 GB at 1e7 keys).
  *
  * HASHING
  *   Keys are hashed under a 128-bit secret seed, given in the config or read
  *   from getrandom(), so a client that does not know it cannot choose keys
- *   that pile into one bucket (hash flooding).  The map starts with a fast
- *   multiply-fold hash; if a set, move or remove ever walks a chain longer
- *   than 32 entries (random keys do not: chains average the load factor,
- *   at most 1), it rehashes every key once, in place, with SipHash-1-3 and
- *   keeps that for good.  rota_keyed_stats() reports the longest chain
- *   walked and whether the switch happened.
+ *   that pile into one place in the table (hash flooding).  The map starts
+ *   with a fast multiply-fold hash; if a set, move or remove ever compares
+ *   more than 64 + 32 log2(table size) slots in one probe (random keys do
+ *   not: the longest probe grows with the log of the size, to about 330
+ *   slots at 2^24), it rebuilds the table once with SipHash-1-3 and keeps
+ *   that for good.  rota_keyed_stats() reports the longest probe and
+ *   whether the switch happened.
  *
  * THREAD SAFETY
  *   None: a map, its wheel and its callbacks belong to one thread at a time.
@@ -162,9 +166,9 @@ struct rota_keyed_config {
 struct rota_keyed_stats {
     size_t count;         /* entries in the map */
     size_t expiring;      /* entries with a deadline */
-    size_t buckets;       /* bucket array size (the larger one mid-resize) */
+    size_t buckets;       /* table slots (the larger table mid-resize) */
     size_t bytes;         /* memory held from the allocator, map included */
-    size_t longest_chain; /* most entries a set, move or remove compared */
+    size_t longest_chain; /* most slots a set, move or remove compared */
     bool sip_hash;        /* switched to SipHash-1-3 (see HASHING) */
     uint64_t expired;     /* entries removed by expiry */
     uint64_t resizes;     /* table resizes started */
@@ -263,7 +267,7 @@ ROTA_API struct rota_wheel *rota_keyed_wheel(struct rota_keyed *map);
 /*
  * Remove every entry, calling fn(map, key, key_len, value, arg) for each
  * before this returns, in no particular order; the map is empty afterwards
- * (except for keys fn sets) and stays usable.  Frees the bucket array.
+ * (except for keys fn sets) and stays usable.  Frees the table.
  * 0, or ROTA_EINVAL (map or fn NULL), ROTA_EBUSY (from a drain function).
  */
 ROTA_API int rota_keyed_drain(struct rota_keyed *map, rota_keyed_drain_fn *fn,
@@ -274,9 +278,9 @@ ROTA_API void rota_keyed_stats(const struct rota_keyed *map,
                                struct rota_keyed_stats *out);
 
 /*
- * Check every invariant: each entry in the bucket its hash implies, counts,
+ * Check every invariant: each entry reachable from its home slot, counts,
  * memory accounting, each deadline armed on the wheel, and the wheel's own
- * (rota_wheel_check()).  O(entries + buckets).  For tests and debugging.
+ * (rota_wheel_check()).  O(entries + slots).  For tests and debugging.
  * 0 or ROTA_ECORRUPT, with a static description in *why when not NULL.
  */
 ROTA_API int rota_keyed_check(const struct rota_keyed *map, const char **why);
