@@ -29,4 +29,22 @@ static inline uint64_t loop_armed_count(const struct rota_wheel *wheel)
     return st.armed;
 }
 
+/*
+ * The rule every adapter follows on sync: the OS timer, armed at `armed`,
+ * moves only when a timer has become earlier than it.  Returns the deadline
+ * to arm it at, or ROTA_NEVER when it stays: nothing was armed since
+ * *seen_armed (which is brought up to date), or nothing is earlier.
+ */
+static inline uint64_t loop_earlier_deadline(struct rota_wheel *wheel,
+                                             uint64_t *seen_armed,
+                                             uint64_t armed)
+{
+    uint64_t count = loop_armed_count(wheel);
+    if (count == *seen_armed)
+        return ROTA_NEVER; /* nothing armed: nothing can be earlier */
+    *seen_armed = count;
+    uint64_t next = rota_wheel_next_deadline(wheel);
+    return next < armed ? next : ROTA_NEVER;
+}
+
 #endif

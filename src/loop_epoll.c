@@ -157,12 +157,9 @@ int rota_epoll_sync(struct rota_epoll *et)
 {
     if (et == NULL || et->wheel_ == NULL)
         return ROTA_EINVAL;
-    uint64_t count = loop_armed_count(et->wheel_);
-    if (count == et->seen_armed_)
-        return 0; /* nothing armed: nothing can be earlier than armed_ */
-    et->seen_armed_ = count;
-    uint64_t next = rota_wheel_next_deadline(et->wheel_);
-    if (next == ROTA_NEVER || next >= et->armed_)
+    uint64_t next =
+        loop_earlier_deadline(et->wheel_, &et->seen_armed_, et->armed_);
+    if (next == ROTA_NEVER)
         return 0;
     return arm_at(et, next);
 }

@@ -61,12 +61,9 @@ int rota_uv_sync(struct rota_uv *rw)
 {
     if (rw == NULL || rw->wheel_ == NULL)
         return ROTA_EINVAL;
-    uint64_t count = loop_armed_count(rw->wheel_);
-    if (count == rw->seen_armed_)
-        return 0;
-    rw->seen_armed_ = count;
-    uint64_t next = rota_wheel_next_deadline(rw->wheel_);
-    if (next == ROTA_NEVER || next >= rw->armed_)
+    uint64_t next =
+        loop_earlier_deadline(rw->wheel_, &rw->seen_armed_, rw->armed_);
+    if (next == ROTA_NEVER)
         return 0;
     arm_at(rw, next);
     return 1;
