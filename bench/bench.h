@@ -79,8 +79,8 @@ uint64_t bench_fakeclock_elided(void);
 /* Wall time for measurements: the real CLOCK_MONOTONIC, never faked. */
 double bench_wall(void);
 
-extern const struct bench_impl impl_rota, impl_rota_touch, impl_heap2,
-    impl_heap4, impl_hashed_rounds;
+extern const struct bench_impl impl_rota, impl_rota_touch, impl_rota_store,
+    impl_heap2, impl_heap4, impl_hashed_rounds;
 #ifdef BENCH_HAVE_LIBUV
 extern const struct bench_impl impl_libuv;
 #endif

@@ -223,11 +223,14 @@ static void target(FILE *out, const char *wl, const char *metric, uint32_t n,
 {
     const struct result *r = find("rota", wl, metric, n);
     const char *who = "rota";
-    if (!strcmp(wl, "W2")) { /* the better of the two rota re-arms */
-        const struct result *t = find("rota-touch", wl, metric, n);
-        if (t && (!r || t->value < r->value)) {
-            r = t;
-            who = "rota-touch";
+    if (!strcmp(wl, "W2")) { /* the best of the rota re-arms */
+        static const char *const variants[] = {"rota-touch", "rota-store"};
+        for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+            const struct result *t = find(variants[i], wl, metric, n);
+            if (t && (!r || t->value < r->value)) {
+                r = t;
+                who = variants[i];
+            }
         }
     }
     if (!r)

@@ -78,6 +78,7 @@
 #ifndef ROTA_H
 #define ROTA_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -174,7 +175,7 @@ struct rota_timer {
     uint64_t deadline_; /* current deadline; may be later than the slot's */
     uint32_t wheel_id_; /* which wheel it is pending on, 0 when idle */
     uint16_t where_;    /* slot index, or a list tag (see wheel.c) */
-    uint8_t flags_;     /* state and missed-tick policy */
+    uint8_t policy_;    /* enum rota_missed of a periodic timer */
     uint8_t magic_;     /* set by rota_timer_init(), checked by every call */
     struct rota_link link_;
     uint64_t period_; /* 0 for a one-shot timer */
@@ -224,9 +225,17 @@ ROTA_API int rota_timer_arm_periodic(struct rota_wheel *wheel,
  * from the new deadline.  0, or ROTA_ENOENT if the timer is not pending on
  * this wheel (it fired, was cancelled, or never armed), ROTA_EINVAL,
  * ROTA_EUNINIT, ROTA_EOTHERWHEEL.
+ *
+ * Defined inline below (after struct rota_wheel) so that the later-deadline
+ * case costs a dozen instructions in the caller, with no call; every other
+ * case goes to rota_timer_touch_noinline(), which has the same contract and
+ * is the symbol for bindings that cannot use inline functions.
  */
-ROTA_API int rota_timer_touch(struct rota_wheel *wheel,
-                              struct rota_timer *timer, uint64_t deadline);
+static inline int rota_timer_touch(struct rota_wheel *wheel,
+                                   struct rota_timer *timer, uint64_t deadline);
+ROTA_API int rota_timer_touch_noinline(struct rota_wheel *wheel,
+                                       struct rota_timer *timer,
+                                       uint64_t deadline);
 
 /*
  * Cancel.  Returns 1 if the timer was pending, 0 if it was not (idle, fired
@@ -289,13 +298,70 @@ struct rota_wheel {
     uint32_t id_;
     uint8_t in_pass_;
     uint8_t earliest_ok_;
-    uint8_t reserved_[2];
+    uint8_t touched_unchecked_; /* earliest_ may be early (a lower bound) */
+    uint8_t reserved_;
     struct rota_stats stats_;
     struct rota_link due_;      /* timers due at cur_, in firing order */
     struct rota_link deferred_; /* armed during a pass, due at once */
     uint64_t occupied_[ROTA_WHEEL_LEVELS];
     struct rota_link slot_[ROTA_WHEEL_LEVELS][ROTA_WHEEL_SLOTS];
 };
+
+/* rota_timer_init() writes this into magic_; anything else means "never
+ * initialised".  Private. */
+#define ROTA__TIMER_MAGIC 0xa5u
+
+static inline int rota_timer_touch(struct rota_wheel *wheel,
+                                   struct rota_timer *timer, uint64_t deadline)
+{
+    /* The common case only: a timer pending on this wheel (wheel ids are
+     * never 0) moved to a later deadline that needs no clamping.  The timer
+     * stays where it is filed; the wheel checks it when its slot comes due.
+     * This mirrors the store path of rota_timer_touch_noinline(). */
+    if (wheel != NULL && timer != NULL && timer->wheel_id_ == wheel->id_ &&
+        timer->magic_ == ROTA__TIMER_MAGIC && deadline > timer->deadline_ &&
+        deadline >= wheel->now_ && deadline <= ROTA_MAX_DEADLINE) {
+        uint64_t old = timer->deadline_;
+        timer->deadline_ = deadline;
+        wheel->stats_.touched++;
+        if (old == wheel->earliest_) /* the cached earliest may be gone */
+            wheel->earliest_ok_ = 0;
+        return 0;
+    }
+    return rota_timer_touch_noinline(wheel, timer, deadline);
+}
+
+/*
+ * The touch that is one store: give a later deadline to a timer the caller
+ * knows is pending on this wheel, checking nothing.  Preconditions, the
+ * caller's to keep (builds without NDEBUG assert them): the timer is pending
+ * on `wheel`, and current deadline <= `deadline` <= ROTA_MAX_DEADLINE.  The
+ * intended caller is an idle-connection refresh: now + a fixed timeout, with
+ * a clock that does not go back, on a timer that stays pending until it
+ * fires and its connection closes.
+ *
+ * Why it is worth having: rota_timer_touch() must read the timer before it
+ * may write it, and on a timer that is not in the cache that read holds up
+ * the CPU; a store alone does not (at a million timers, about 3x faster).
+ *
+ * What it gives up: the call is not counted in stats.touched, and
+ * rota_wheel_next_deadline() may still return the old deadline (earlier
+ * than the truth, never later) until an advance reaches that time, which
+ * costs one early wake-up.  Breaking a precondition corrupts no memory: an
+ * earlier deadline fires when the timer's old slot comes due (late), and a
+ * store into an idle timer is lost (the timer stays idle).
+ */
+static inline void rota_timer_touch_unchecked(struct rota_wheel *wheel,
+                                              struct rota_timer *timer,
+                                              uint64_t deadline)
+{
+    assert(wheel != NULL && timer != NULL &&
+           timer->magic_ == ROTA__TIMER_MAGIC &&
+           timer->wheel_id_ == wheel->id_ && deadline >= timer->deadline_ &&
+           deadline <= ROTA_MAX_DEADLINE);
+    timer->deadline_ = deadline;
+    wheel->touched_unchecked_ = 1; /* a store to a line that stays cached */
+}
 
 /* Prepare an empty wheel whose time starts at `now`.  0 or ROTA_EINVAL. */
 ROTA_API int rota_wheel_init(struct rota_wheel *wheel, uint64_t now);

@@ -97,13 +97,7 @@
 #define WHERE_DUE 0xfffeu
 #define WHERE_DEFERRED 0xfffdu
 
-/* flags_ bits. */
-#define FLAG_TOUCHED 0x01u /* deadline moved later since it was filed */
-#define POLICY_SHIFT 1
-#define POLICY_MASK (0x3u << POLICY_SHIFT)
-
-/* rota_timer_init() writes this; anything else means "never initialised". */
-#define TIMER_MAGIC 0xa5u
+#define TIMER_MAGIC ROTA__TIMER_MAGIC
 
 /* ---------------------------------------------------------------- lists */
 
@@ -190,7 +184,6 @@ static void file_timer(struct rota_wheel *w, struct rota_timer *t)
 {
     uint64_t deadline = t->deadline_;
 
-    t->flags_ &= (uint8_t)~FLAG_TOUCHED;
     if (deadline <= w->cur_) {
         list_append(&w->due_, &t->link_);
         t->where_ = WHERE_DUE;
@@ -312,7 +305,7 @@ static bool next_period(const struct rota_wheel *w, const struct rota_timer *t,
 {
     uint64_t period = t->period_;
 
-    switch ((t->flags_ & POLICY_MASK) >> POLICY_SHIFT) {
+    switch (t->policy_) {
     case ROTA_MISSED_BURST:
         return add_deadline(fired, period, next);
     case ROTA_MISSED_DELAY:
@@ -348,6 +341,18 @@ static uint64_t take_due(struct rota_wheel *w, struct rota_timer *t)
     return w->now_ - fired;
 }
 
+/*
+ * A cached earliest deadline at or before `now` when no slot can be due
+ * by then: only rota_timer_touch_unchecked() leaves one (it moves a
+ * deadline without telling the wheel).  Such a call takes the full path,
+ * whose end forgets the stale value, so that timeout_ms() cannot keep
+ * answering 0.
+ */
+static inline bool stale_earliest(const struct rota_wheel *w, uint64_t now)
+{
+    return w->earliest_ok_ && w->earliest_ <= now;
+}
+
 /* What begin_pass() found. */
 enum pass_start {
     PASS_RUN,       /* something may be due: run the pass */
@@ -365,11 +370,23 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
         return PASS_BACKWARDS;
     }
     w->now_ = now;
-    if (list_empty(&w->due_) && now < w->next_step_) {
+    if (list_empty(&w->due_) && now < w->next_step_ &&
+        !stale_earliest(w, now)) {
         w->cur_ = now;
         return PASS_IDLE;
     }
     return PASS_RUN;
+}
+
+/*
+ * Called when a pass has left nothing due at or before now_: a cached
+ * earliest deadline there can only be the old deadline of a timer moved by
+ * rota_timer_touch_unchecked(), which does not tell the wheel.
+ */
+static void forget_passed_earliest(struct rota_wheel *w)
+{
+    if (w->earliest_ok_ && w->earliest_ <= w->now_)
+        w->earliest_ok_ = 0;
 }
 
 /* Timers armed by callbacks with a deadline <= now join the wheel. */
@@ -421,7 +438,8 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
  */
 static inline bool advance_idle(struct rota_wheel *w, uint64_t now)
 {
-    if (now < w->now_ || now >= w->next_step_ || !list_empty(&w->due_))
+    if (now < w->now_ || now >= w->next_step_ || !list_empty(&w->due_) ||
+        stale_earliest(w, now))
         return false;
     w->now_ = now;
     w->cur_ = now;
@@ -463,6 +481,8 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
         bool maybe_more = budget_spent || !list_empty(&w->deferred_);
         end_pass(w);
         more = maybe_more && peek_due(w) != NULL;
+        if (!more)
+            forget_passed_earliest(w);
         break;
     }
     }
@@ -529,6 +549,8 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
             take_due(w, t);
             out[count++] = t;
         }
+        if (!more)
+            forget_passed_earliest(w);
         break;
     }
     }
@@ -603,6 +625,7 @@ uint64_t rota_wheel_next_deadline(struct rota_wheel *w)
     if (!w->earliest_ok_) {
         w->earliest_ = find_earliest(w);
         w->earliest_ok_ = 1;
+        w->touched_unchecked_ = 0; /* exact again */
     }
     return w->earliest_;
 }
@@ -728,7 +751,6 @@ static void arm_at(struct rota_wheel *w, struct rota_timer *t,
     w->stats_.armed++;
     note_new_deadline(w, deadline);
     if (w->in_pass_ && deadline <= w->now_) {
-        t->flags_ &= (uint8_t)~FLAG_TOUCHED;
         list_append(&w->deferred_, &t->link_);
         t->where_ = WHERE_DEFERRED;
         return;
@@ -743,7 +765,7 @@ int rota_timer_arm(struct rota_wheel *w, struct rota_timer *t,
     if (rc != 0)
         return rc;
     t->period_ = 0;
-    t->flags_ &= (uint8_t)~POLICY_MASK;
+    t->policy_ = ROTA_MISSED_SKIP;
     arm_at(w, t, clamp_deadline(w, deadline));
     return 0;
 }
@@ -769,14 +791,13 @@ int rota_timer_arm_periodic(struct rota_wheel *w, struct rota_timer *t,
     if (period == 0 || (unsigned)missed > ROTA_MISSED_DELAY)
         return ROTA_EINVAL;
     t->period_ = period;
-    t->flags_ = (uint8_t)((t->flags_ & ~POLICY_MASK) |
-                          ((unsigned)missed << POLICY_SHIFT));
+    t->policy_ = (uint8_t)missed;
     arm_at(w, t, clamp_deadline(w, first_deadline));
     return 0;
 }
 
-int rota_timer_touch(struct rota_wheel *w, struct rota_timer *t,
-                     uint64_t deadline)
+int rota_timer_touch_noinline(struct rota_wheel *w, struct rota_timer *t,
+                              uint64_t deadline)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -793,7 +814,6 @@ int rota_timer_touch(struct rota_wheel *w, struct rota_timer *t,
      * due list reaches it. */
     if (deadline != old) {
         t->deadline_ = deadline;
-        t->flags_ |= FLAG_TOUCHED;
         w->stats_.touched++;
         note_gone_deadline(w, old);
     }
@@ -890,8 +910,6 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     for (const struct rota_link *n = w->due_.next; n != &w->due_; n = n->next) {
         const struct rota_timer *t =
             rota_container_of(n, const struct rota_timer, link_);
-        if (!(t->flags_ & FLAG_TOUCHED) && t->deadline_ > w->cur_)
-            FAIL("untouched timer on the due list is not due");
         if (t->deadline_ < earliest)
             earliest = t->deadline_;
     }
@@ -921,7 +939,6 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
             if (check_list(w, head, where, &count, why))
                 return ROTA_ECORRUPT;
             uint64_t start = slot_start(w->cur_, level, index);
-            uint64_t end = slot_end(start, level);
             if (start < first_start)
                 first_start = start;
             for (const struct rota_link *n = head->next; n != head;
@@ -931,9 +948,6 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
                 uint64_t d = t->deadline_;
                 if (d < start)
                     FAIL("timer filed after its deadline");
-                if (!(t->flags_ & FLAG_TOUCHED) &&
-                    (d >= end || level_for(d, w->cur_) != level))
-                    FAIL("timer not in the slot its deadline implies");
                 if (d < earliest)
                     earliest = d;
             }
@@ -943,7 +957,9 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         FAIL("pending count disagrees with the lists");
     if (w->next_step_ > first_start)
         FAIL("next_step is later than the first occupied slot");
-    if (w->earliest_ok_ && w->earliest_ != earliest)
+    /* After rota_timer_touch_unchecked() the cache may be early (rota.h). */
+    if (w->earliest_ok_ && w->earliest_ != earliest &&
+        !(w->touched_unchecked_ && w->earliest_ < earliest))
         FAIL("cached earliest deadline is wrong");
     if (why != NULL)
         *why = NULL;

@@ -1847,6 +1847,56 @@ TEST(stats_touch_to_same_deadline_is_not_counted)
 
 /* --------------------------------------------------------------- touch */
 
+/* The one-store touch: the same firing as rota_timer_touch(), not counted,
+ * and a cached earliest deadline that may be early only until an advance
+ * reaches it (timeout_ms must not keep answering 0). */
+TEST(touch_unchecked_moves_later_and_heals_the_cache)
+{
+    struct tn a, b;
+    struct rota_stats s;
+
+    rota_wheel_init(&wheel, 1000);
+    tn_init(&a, 0);
+    tn_init(&b, 1);
+    CHECK_EQ_INT(rota_timer_arm(&wheel, &a.timer, 1100), 0);
+    CHECK_EQ_INT(rota_timer_arm(&wheel, &b.timer, 1200), 0);
+    CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 1100);
+    rota_timer_touch_unchecked(&wheel, &a.timer, 1300);
+    CHECK_EQ_U64(rota_timer_deadline(&a.timer), 1300);
+    rota_wheel_stats(&wheel, &s);
+    CHECK_EQ_U64(s.touched, 0);
+    CHECK_WHEEL(&wheel);
+    /* Early (the old deadline) or exact, never later than the truth. */
+    uint64_t next = rota_wheel_next_deadline(&wheel);
+    CHECK(next == 1100 || next == 1200);
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1100), 0);
+    CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 1200);
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1100, 1000000), 100);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1200), 1);
+    CHECK_EQ_INT(ent[0].id, 1);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1299), 0);
+    CHECK(rota_timer_pending(&a.timer));
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1300), 1);
+    CHECK_EQ_INT(ent[1].id, 0);
+    CHECK_EQ_U64(ent[1].late, 0);
+    CHECK_WHEEL(&wheel);
+
+    /* The stale value must not survive a quiet advance either: a timer due
+     * now, moved by an unchecked touch, then re-armed elsewhere. */
+    rota_wheel_init(&wheel, 5000);
+    CHECK_EQ_INT(rota_timer_arm(&wheel, &a.timer, 5000), 0);
+    CHECK_EQ_INT(rota_timer_arm(&wheel, &b.timer, 9000), 0);
+    CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 5000);
+    rota_timer_touch_unchecked(&wheel, &a.timer, 6000);
+    CHECK_EQ_INT(rota_timer_arm(&wheel, &a.timer, 7000), 0);
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 5000), 0);
+    CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 7000);
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 5000, 1000000), 2000);
+    CHECK_WHEEL(&wheel);
+}
+
 TEST(touch_later_fires_at_new_deadline)
 {
     struct tn t[4];
@@ -2003,6 +2053,7 @@ int main(int argc, char **argv)
         H_TEST(stats_counters),
         H_TEST(stats_touch_to_same_deadline_is_not_counted),
         H_TEST(touch_later_fires_at_new_deadline),
+        H_TEST(touch_unchecked_moves_later_and_heals_the_cache),
         H_TEST(callback_uses_another_wheel),
         H_TEST(arms_at_or_before_now_in_callback_wait_for_next_call),
     };

@@ -49,8 +49,9 @@ struct act {
     uint32_t id;
     uint64_t a, b; /* deadline or delay; period */
     int policy;
-    int64_t rc;      /* the wheel's result */
-    uint64_t result; /* A_NEXT, A_COUNT */
+    int64_t rc;        /* the wheel's result */
+    uint64_t result;   /* A_NEXT, A_COUNT */
+    bool may_be_early; /* A_NEXT after an unchecked touch (rota.h) */
 };
 
 struct got {
@@ -535,6 +536,7 @@ static void cb_action(struct drv *d, struct node *self)
     case 11:
         a.kind = A_NEXT;
         a.result = rota_wheel_next_deadline(w);
+        a.may_be_early = w->touched_unchecked_;
         break;
     case 12:
         a.kind = A_COUNT;
@@ -673,7 +675,9 @@ static void replay(struct model *m, size_t k, const struct model_fire *f,
             result = m->pending;
             break;
         }
-        if (rc != a->rc || result != a->result)
+        bool early_ok = a->kind == A_NEXT && a->may_be_early && rc == a->rc &&
+                        a->result < result;
+        if ((rc != a->rc || result != a->result) && !early_ok)
             replay_fail(d,
                         "in the callback of fire %zu (timer %u), action %zu "
                         "(kind %d on timer %u, %" PRIu64
@@ -851,6 +855,18 @@ static void do_call(struct drv *d, enum call kind, uint64_t now, size_t max)
     case C_ADVANCE:
         if ((size_t)rc != mfired)
             fail(d, "returned %d, model fired %zu", rc, mfired);
+        /* Liveness: after a full advance the next deadline is in the
+         * future unless a timer really is due (armed by a callback), even
+         * when unchecked touches left the cached answer early.  (A `now`
+         * earlier than the wheel's runs no pass.) */
+        uint64_t next = rota_wheel_next_deadline(d->w);
+        uint64_t asked = now > ROTA_MAX_DEADLINE ? ROTA_MAX_DEADLINE : now;
+        if (asked == rota_wheel_now(d->w) && next <= asked &&
+            model_next_deadline(&d->m) > rota_wheel_now(d->w))
+            fail(d,
+                 "next_deadline() is %" PRIu64
+                 " after a full advance to %" PRIu64 " with nothing due",
+                 next, rota_wheel_now(d->w));
         break;
     case C_ADVANCE_MAX:
     case C_EXPIRE:
@@ -914,7 +930,9 @@ static uint64_t next_deadline_checked(struct drv *d)
 {
     uint64_t got = rota_wheel_next_deadline(d->w);
     uint64_t exp = model_next_deadline(&d->m);
-    if (got != exp)
+    /* rota_timer_touch_unchecked() may leave the answer early (rota.h). */
+    bool may_be_early = d->w->touched_unchecked_;
+    if (got != exp && !(may_be_early && got < exp))
         fail(d,
              "rota_wheel_next_deadline() is %" PRIu64 ", model says %" PRIu64,
              got, exp);
@@ -994,10 +1012,25 @@ int drv_step(struct drv *d)
             id = (uint32_t)rnd(d, d->cfg.pool);
             x = gen_deadline(d, now);
         }
-        snprintf(d->op, sizeof d->op, "touch(t%u, %" PRIu64 ")", id, x);
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d, rota_timer_touch(w, T(d, id), x),
-                  model_touch(&d->m, id, x));
+        const struct model_timer *mt = &d->m.t[id];
+        if (op < 320 && mt->pending && x >= mt->deadline && x >= now &&
+            x <= ROTA_MAX_DEADLINE) {
+            /* Its preconditions hold: the one-store touch.  It is not
+             * counted in stats.touched, and may leave next_deadline()
+             * early (next_deadline_checked() allows that). */
+            snprintf(d->op, sizeof d->op, "touch_unchecked(t%u, %" PRIu64 ")",
+                     id, x);
+            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+            uint64_t touched = d->m.stats.touched;
+            rota_timer_touch_unchecked(w, T(d, id), x);
+            expect_rc(d, 0, model_touch(&d->m, id, x));
+            d->m.stats.touched = touched;
+        } else {
+            snprintf(d->op, sizeof d->op, "touch(t%u, %" PRIu64 ")", id, x);
+            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+            expect_rc(d, rota_timer_touch(w, T(d, id), x),
+                      model_touch(&d->m, id, x));
+        }
         check_timer(d, id);
     } else if (op < 510) {
         id = op < 480 ? pick_pending(d) : (uint32_t)rnd(d, d->cfg.pool);
@@ -1084,8 +1117,11 @@ int drv_step(struct drv *d)
         snprintf(d->op, sizeof d->op,
                  "timeout_ms(%" PRIu64 ", tick %" PRIu64 ")", at, tick);
         trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d, rota_wheel_timeout_ms(w, at, tick),
-                  model_timeout_ms(&d->m, at, tick));
+        bool may_be_early = w->touched_unchecked_;
+        int got = rota_wheel_timeout_ms(w, at, tick);
+        int exp = model_timeout_ms(&d->m, at, tick);
+        if (!(may_be_early && got >= 0 && (exp < 0 || got <= exp)))
+            expect_rc(d, got, exp);
     } else {
         do_drain(d);
     }
