@@ -27,8 +27,9 @@
  *     rotation late and none loses precision to a level's granularity.
  *   - Order: one call fires its timers in deadline order; equal deadlines
  *     fire in the order they were armed.  (A timer pushed later by
- *     rota_timer_touch() is re-filed when its old slot comes due; among equal
- *     deadlines it then takes its place at that moment, not at the touch.)
+ *     rota_timer_touch() is re-filed when its old slot comes due or reaches
+ *     the head of the due list; among equal deadlines its place is not
+ *     specified.)
  *   - No idle cost: advancing across any stretch with nothing due costs
  *     O(levels), whatever the number of ticks.
  *   - Each armed timer ends exactly once: it fires, is cancelled, or is
@@ -73,7 +74,7 @@
  *
  * SIZES (x86-64)
  *   sizeof(struct rota_timer) == 48 bytes; sizeof(struct rota_wheel) is about
- *   11.5 KiB (11 levels x 64 slot heads, plus bitmaps and counters).
+ *   33 KiB (8 levels x 256 slot heads, plus bitmaps and counters).
  */
 #ifndef ROTA_H
 #define ROTA_H
@@ -270,10 +271,9 @@ ROTA_API uint64_t rota_timer_deadline(const struct rota_timer *timer);
 
 /* ------------------------------------------------------------------- wheel */
 
-#define ROTA_WHEEL_BITS 6 /* slots per level: 64 */
+#define ROTA_WHEEL_BITS 8 /* slots per level: 256 */
 #define ROTA_WHEEL_SLOTS (1u << ROTA_WHEEL_BITS)
-#define ROTA_WHEEL_LEVELS                                                      \
-    ((64 + ROTA_WHEEL_BITS - 1) / ROTA_WHEEL_BITS) /* 11 */
+#define ROTA_WHEEL_LEVELS (64 / ROTA_WHEEL_BITS) /* 8 */
 
 /* Counters since rota_wheel_init(); read them with rota_wheel_stats(). */
 struct rota_stats {
@@ -300,10 +300,11 @@ struct rota_wheel {
     uint8_t earliest_ok_;
     uint8_t touched_unchecked_; /* earliest_ may be early (a lower bound) */
     uint8_t reserved_;
+    uint32_t occupied_words_; /* bit L * 4 + i: occupied_[L][i] != 0 */
     struct rota_stats stats_;
     struct rota_link due_;      /* timers due at cur_, in firing order */
     struct rota_link deferred_; /* armed during a pass, due at once */
-    uint64_t occupied_[ROTA_WHEEL_LEVELS];
+    uint64_t occupied_[ROTA_WHEEL_LEVELS][ROTA_WHEEL_SLOTS / 64];
     struct rota_link slot_[ROTA_WHEEL_LEVELS][ROTA_WHEEL_SLOTS];
 };
 

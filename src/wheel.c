@@ -10,10 +10,11 @@
  *   to sleep on.
  *
  * THE STRUCTURE
- *   Time is a 64-bit tick count read as eleven 6-bit digits.  Level L has 64
- *   slots, one per value of digit L; each slot is a circular doubly linked
- *   list of timers (FIFO: ties keep arm order) and each level has a 64-bit
- *   occupancy bitmap.  The wheel files every list against one time, `cur`:
+ *   Time is a 64-bit tick count read as eight 8-bit digits.  Level L has
+ *   256 slots, one per value of digit L; each slot is a circular doubly
+ *   linked list of timers (FIFO: ties keep arm order) and each level has a
+ *   256-bit occupancy bitmap, summarised by one word with a bit per bitmap
+ *   word.  The wheel files every list against one time, `cur`:
  *
  *       a timer with deadline D > cur sits at the level of the highest digit
  *       in which D and cur differ, in the slot of D's digit at that level;
@@ -23,24 +24,33 @@
  *   strictly greater than cur's.  Two consequences carry the design:
  *     - Levels are ordered: every level-L timer is later than every timer of
  *       a lower level.  The next slot that can hold anything due is the first
- *       occupied slot (one ctz on the bitmap) of the lowest non-empty level:
- *       O(levels) to find, whatever the distance in ticks.
+ *       occupied slot of the lowest non-empty level: the first set bit of
+ *       the summary, then of that bitmap word.  Two ctz, whatever the
+ *       distance in ticks.
  *     - A level-0 slot holds a single deadline, so firing from it is exact.
  *   Advancing steps `cur` from one occupied slot start to the next, never
- *   tick by tick.  At a level-L slot's start every timer in it is filed again
- *   against the new cur: it drops to a lower level (a cascade) or onto the
- *   due list.  A timer is cascaded at most once per level, and only when it
- *   is within that level's span of its deadline.
+ *   tick by tick.  At a level-0 slot's start the whole list becomes the due
+ *   list, in O(1).  At a higher slot's start every timer in it is filed
+ *   again against the new cur: it drops to a lower level (a cascade) or onto
+ *   the due list.  A timer is cascaded at most once per level, and only when
+ *   it is within that level's span of its deadline.
  *
  *     level  ticks per slot  span (ticks)  with 1 ms ticks, a slot / the span
- *       0           1               64        1 ms / 64 ms
- *       1          64             4096       64 ms / 4.1 s
- *       2        4096           262144      4.1 s  / 4.4 min
- *       3      262144         16777216      4.4 min / 4.7 h
- *       4        2^24             2^30      4.7 h  / 12.4 days
- *       5        2^30             2^36     12.4 d  / 2.2 years
- *       6..9  2^36..2^54     2^42..2^60      ...
- *      10        2^60             2^64      16 slots: the rest of uint64_t
+ *       0           1              256        1 ms / 256 ms
+ *       1         256            65536      256 ms / 65.5 s
+ *       2       65536             2^24       65.5 s / 4.7 h
+ *       3        2^24             2^32       4.7 h  / 49.7 days
+ *       4        2^32             2^40      49.7 d  / 34.8 years
+ *       5..7  2^40..2^56     2^48..2^64      ...: the rest of uint64_t
+ *
+ *   Why 8-bit digits: every cascade is a walk of a linked list, one cache
+ *   miss per timer that depends on the one before.  With 8 bits a timeout
+ *   of up to a minute (1 ms ticks) is filed at level 0 or 1 and cascades at
+ *   most once before it fires; with 6 bits (Linux, wahern) such a timer
+ *   cascades twice and a level-0 slot was walked once more.  The price is a
+ *   32 KiB wheel instead of 11.5 KiB.  A cascade also walks its list from
+ *   both ends at once (refile_batch()), so that two chains of misses
+ *   overlap.
  *
  * THE GUARANTEES AND WHY THEY HOLD
  *   - Never early and exact: a timer reaches the due list only when cur
@@ -58,11 +68,12 @@
  *     deadline <= now goes to the `deferred` list, joined to the wheel when
  *     the pass ends: it fires in the next call, never in this one.
  *   - Idle cost: `next_step` caches a lower bound of the next slot start; an
- *     advance below it is a compare and two stores.  Otherwise one step costs
- *     O(levels) plus the timers it moves.
+ *     advance below it is a few compares and two stores.  Otherwise one step
+ *     costs two ctz plus the timers it moves.
  *   - Touch: a later deadline is a store into the timer.  The timer stays in
  *     its (now early) slot and is filed again when that slot comes due or
- *     the due list reaches it: it is checked, not fired.  Cancel and touch do
+ *     the due list reaches it: it is checked, not fired.  Its place among
+ *     timers with the same new deadline is not specified.  Cancel and touch do
  *     not update `next_step`: an emptied slot only makes the bound lower than
  *     needed, which costs one extra step, never a late fire.
  *   - The exact next deadline: the due list, else the first occupied slot of
@@ -91,6 +102,13 @@
 
 #define LEVEL_MASK (ROTA_WHEEL_SLOTS - 1)
 #define SLOT_COUNT (ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS)
+#define WORDS_PER_LEVEL (ROTA_WHEEL_SLOTS / 64)
+
+_Static_assert(ROTA_WHEEL_LEVELS *ROTA_WHEEL_BITS == 64,
+               "the levels cover uint64_t exactly");
+_Static_assert(ROTA_WHEEL_LEVELS *WORDS_PER_LEVEL <= 32,
+               "occupied_words_ has a bit per bitmap word");
+_Static_assert(SLOT_COUNT < 0xfffdu, "where_ holds a slot index or a tag");
 
 /* where_ values that are not slot indices. */
 #define WHERE_NONE 0xffffu
@@ -177,6 +195,49 @@ static uint64_t slot_end(uint64_t start, unsigned level)
     return start > UINT64_MAX - width ? UINT64_MAX : start + width;
 }
 
+/* ---------------------------------------------------------- occupancy */
+
+/*
+ * Each level has a bitmap of its occupied slots, and occupied_words_ has a
+ * bit per bitmap word, ordered by level and then by word.  Because levels
+ * are ordered (see the essay), the first set bit of the summary and then of
+ * its word is the next slot to come due: two ctz.
+ */
+static void mark_occupied(struct rota_wheel *w, unsigned level, unsigned index)
+{
+    unsigned word = index / 64;
+    w->occupied_[level][word] |= (uint64_t)1 << (index % 64);
+    w->occupied_words_ |= 1u << (level * WORDS_PER_LEVEL + word);
+}
+
+static void mark_empty(struct rota_wheel *w, unsigned level, unsigned index)
+{
+    unsigned word = index / 64;
+    uint64_t bits = w->occupied_[level][word] & ~((uint64_t)1 << (index % 64));
+    w->occupied_[level][word] = bits;
+    if (bits == 0)
+        w->occupied_words_ &= ~(1u << (level * WORDS_PER_LEVEL + word));
+}
+
+/* The next occupied slot, false when every slot is empty. */
+static bool first_occupied(const struct rota_wheel *w, unsigned *level,
+                           unsigned *index)
+{
+    if (w->occupied_words_ == 0)
+        return false;
+    unsigned pos = (unsigned)__builtin_ctz(w->occupied_words_);
+    unsigned word = pos % WORDS_PER_LEVEL;
+    *level = pos / WORDS_PER_LEVEL;
+    *index = word * 64 + (unsigned)__builtin_ctzll(w->occupied_[*level][word]);
+    return true;
+}
+
+static bool slot_occupied(const struct rota_wheel *w, unsigned level,
+                          unsigned index)
+{
+    return (w->occupied_[level][index / 64] >> (index % 64)) & 1u;
+}
+
 /* ------------------------------------------------------------- filing */
 
 /* Put a timer in the list its deadline implies relative to cur. */
@@ -193,7 +254,7 @@ static void file_timer(struct rota_wheel *w, struct rota_timer *t)
     unsigned shift = level * ROTA_WHEEL_BITS;
     unsigned index = (unsigned)(deadline >> shift) & LEVEL_MASK;
     list_append(&w->slot_[level][index], &t->link_);
-    w->occupied_[level] |= (uint64_t)1 << index;
+    mark_occupied(w, level, index);
     t->where_ = (uint16_t)(level * ROTA_WHEEL_SLOTS + index);
     /* The slot starts at the deadline with the digits below the level
      * cleared (the digits above are cur's). */
@@ -209,10 +270,13 @@ static void unfile_timer(struct rota_wheel *w, struct rota_timer *t)
     unsigned where = t->where_;
 
     list_unlink(node);
-    /* prev == next only when both are the slot's head: the slot is empty. */
-    if (where < SLOT_COUNT && node->prev == node->next)
-        w->occupied_[where / ROTA_WHEEL_SLOTS] &=
-            ~((uint64_t)1 << (where % ROTA_WHEEL_SLOTS));
+    /* prev == next only when both are the list's head: the list is empty.
+     * where_ names the slot the timer was filed in, but a level-0 slot's
+     * timers move to the due list wholesale (step()), keeping it: only
+     * the slot's own head says the slot is empty. */
+    if (where < SLOT_COUNT && node->prev == node->next &&
+        node->prev == &w->slot_[0][0] + where)
+        mark_empty(w, where / ROTA_WHEEL_SLOTS, where % ROTA_WHEEL_SLOTS);
 }
 
 /* A timer enters the set of pending deadlines (arm, or periodic re-arm). */
@@ -232,38 +296,64 @@ static void note_gone_deadline(struct rota_wheel *w, uint64_t deadline)
 /* -------------------------------------------------------------- steps */
 
 /*
+ * File again every timer of `batch`, a higher-level slot that came due
+ * (cur is its start).  The list is walked from its head, in order, as
+ * ties need; each step is a cache miss that depends on the one before, so
+ * a second cursor walks in from the tail at the same time, only loading
+ * nodes: the two chains of misses overlap, and when the cursors meet, the
+ * rest of the list is in the cache.  Nothing runs user code here, so every
+ * node stays valid.
+ */
+static void refile_batch(struct rota_wheel *w, struct rota_link *batch)
+{
+    struct rota_link *warm = batch->prev;
+
+    while (!list_empty(batch)) {
+        struct rota_link *first = batch->next;
+        if (warm == first || warm == first->next)
+            warm = batch; /* met: the rest was loaded from the tail */
+        else if (warm != batch)
+            warm = warm->prev;
+        struct rota_timer *t = timer_of(first);
+        list_unlink(first);
+        file_timer(w, t);
+        w->stats_.refiled++;
+    }
+}
+
+/*
  * Move cur to the start of the next occupied slot if that is <= limit and
  * file its timers again.  Returns false, with next_step_ set, when nothing
  * comes due by `limit`.
  */
 static bool step(struct rota_wheel *w, uint64_t limit)
 {
-    for (unsigned level = 0; level < ROTA_WHEEL_LEVELS; level++) {
-        uint64_t occupied = w->occupied_[level];
-        if (occupied == 0)
-            continue;
-        unsigned index = (unsigned)__builtin_ctzll(occupied);
-        uint64_t start = slot_start(w->cur_, level, index);
-        w->next_step_ = start;
-        if (start > limit)
-            return false;
+    unsigned level, index;
 
-        struct rota_link batch;
-        list_init(&batch);
-        list_move_all(&batch, &w->slot_[level][index]);
-        w->occupied_[level] &= ~((uint64_t)1 << index);
-        w->cur_ = start;
-        while (!list_empty(&batch)) {
-            struct rota_timer *t = timer_of(batch.next);
-            list_unlink(&t->link_);
-            file_timer(w, t);
-            if (level > 0 || t->where_ != WHERE_DUE)
-                w->stats_.refiled++;
-        }
+    if (!first_occupied(w, &level, &index)) {
+        w->next_step_ = ROTA_NEVER;
+        return false;
+    }
+    uint64_t start = slot_start(w->cur_, level, index);
+    w->next_step_ = start;
+    if (start > limit)
+        return false;
+    struct rota_link *slot = &w->slot_[level][index];
+    mark_empty(w, level, index);
+    w->cur_ = start;
+    if (level == 0) {
+        /* One deadline, `start`, for all but touched timers: the whole
+         * list becomes the due list (empty here), in order, without a
+         * walk.  peek_due() files a touched one again when it reaches the
+         * head, against this same cur. */
+        list_move_all(&w->due_, slot);
         return true;
     }
-    w->next_step_ = ROTA_NEVER;
-    return false;
+    struct rota_link batch;
+    list_init(&batch);
+    list_move_all(&batch, slot);
+    refile_batch(w, &batch);
+    return true;
 }
 
 /*
@@ -580,13 +670,8 @@ static uint64_t find_earliest(struct rota_wheel *w)
         if (timer_of(n)->deadline_ < best)
             best = timer_of(n)->deadline_;
 
-    for (unsigned level = 0; level < ROTA_WHEEL_LEVELS;) {
-        uint64_t occupied = w->occupied_[level];
-        if (occupied == 0) {
-            level++;
-            continue;
-        }
-        unsigned index = (unsigned)__builtin_ctzll(occupied);
+    unsigned level, index;
+    while (first_occupied(w, &level, &index)) {
         uint64_t start = slot_start(w->cur_, level, index);
         uint64_t end = slot_end(start, level);
         struct rota_link *head = &w->slot_[level][index];
@@ -606,14 +691,13 @@ static uint64_t find_earliest(struct rota_wheel *w)
         struct rota_link batch;
         list_init(&batch);
         list_move_all(&batch, head);
-        w->occupied_[level] &= ~((uint64_t)1 << index);
+        mark_empty(w, level, index);
         while (!list_empty(&batch)) {
             struct rota_timer *t = timer_of(batch.next);
             list_unlink(&t->link_);
             file_timer(w, t);
             w->stats_.refiled++;
         }
-        level = 0;
     }
     return best;
 }
@@ -681,14 +765,10 @@ int rota_wheel_drain(struct rota_wheel *w,
     list_init(&batch);
     list_move_all(&batch, &w->due_);
     list_move_all(&batch, &w->deferred_);
-    for (unsigned level = 0; level < ROTA_WHEEL_LEVELS; level++) {
-        uint64_t occupied = w->occupied_[level];
-        w->occupied_[level] = 0;
-        while (occupied != 0) {
-            unsigned index = (unsigned)__builtin_ctzll(occupied);
-            occupied &= occupied - 1;
-            list_move_all(&batch, &w->slot_[level][index]);
-        }
+    unsigned level, index;
+    while (first_occupied(w, &level, &index)) {
+        mark_empty(w, level, index);
+        list_move_all(&batch, &w->slot_[level][index]);
     }
     for (struct rota_link *n = batch.next; n != &batch; n = n->next)
         timer_of(n)->where_ = WHERE_DUE; /* unlinking no longer clears bits */
@@ -887,7 +967,9 @@ static int check_list(const struct rota_wheel *w, const struct rota_link *head,
             FAIL("broken list links");
         if (t->magic_ != TIMER_MAGIC || t->wheel_id_ != w->id_)
             FAIL("timer on a list is not pending on this wheel");
-        if (t->where_ != where)
+        /* On the due list, also the level-0 slot it was filed in. */
+        if (t->where_ != where &&
+            !(where == WHERE_DUE && t->where_ < ROTA_WHEEL_SLOTS))
             FAIL("timer's slot tag does not match the list holding it");
         (*count)++;
     }
@@ -925,16 +1007,13 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         unsigned cur_digit = digit_at(w->cur_, level);
         for (unsigned index = 0; index < ROTA_WHEEL_SLOTS; index++) {
             const struct rota_link *head = &w->slot_[level][index];
-            bool bit = (w->occupied_[level] >> index) & 1u;
+            bool bit = slot_occupied(w, level, index);
             if (bit != !list_empty(head))
                 FAIL("occupancy bit disagrees with the slot's list");
             if (list_empty(head))
                 continue;
             if (index <= cur_digit)
                 FAIL("occupied slot at or behind the hand");
-            if (level == ROTA_WHEEL_LEVELS - 1 &&
-                index >= (1u << (64 - level * ROTA_WHEEL_BITS)))
-                FAIL("slot beyond the top level's range");
             uint16_t where = (uint16_t)(level * ROTA_WHEEL_SLOTS + index);
             if (check_list(w, head, where, &count, why))
                 return ROTA_ECORRUPT;
@@ -953,6 +1032,11 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
             }
         }
     }
+    for (unsigned level = 0; level < ROTA_WHEEL_LEVELS; level++)
+        for (unsigned word = 0; word < WORDS_PER_LEVEL; word++)
+            if ((w->occupied_[level][word] != 0) !=
+                ((w->occupied_words_ >> (level * WORDS_PER_LEVEL + word)) & 1u))
+                FAIL("summary bit disagrees with its bitmap word");
     if (count != w->pending_)
         FAIL("pending count disagrees with the lists");
     if (w->next_step_ > first_start)

@@ -75,13 +75,15 @@ static void log_reset(void)
     nent = 0;
 }
 
-static struct rota_wheel wheel, wheel2; /* ~11.5 KiB each */
+static struct rota_wheel wheel, wheel2; /* ~33 KiB each */
 
 __extension__ typedef unsigned __int128 u128; /* for exact references */
 
 static uint64_t span(unsigned level)
 {
-    return (uint64_t)1 << (6 * level);
+    if (level >= ROTA_WHEEL_LEVELS)
+        abort(); /* 256^8 is past uint64_t */
+    return (uint64_t)1 << (ROTA_WHEEL_BITS * level);
 }
 
 /* The timer `n`, the only one pending, must fire exactly at `deadline`:
@@ -403,10 +405,10 @@ TEST(sizes_as_documented)
 #else
     CHECK(sizeof(struct rota_timer) <= 48);
 #endif
-    CHECK(sizeof(struct rota_wheel) >= 11 * 1024);
-    CHECK(sizeof(struct rota_wheel) <= 12 * 1024);
-    CHECK_EQ_U64(ROTA_WHEEL_LEVELS, 11);
-    CHECK_EQ_U64(ROTA_WHEEL_SLOTS, 64);
+    CHECK(sizeof(struct rota_wheel) >= 32 * 1024);
+    CHECK(sizeof(struct rota_wheel) <= 34 * 1024);
+    CHECK_EQ_U64(ROTA_WHEEL_LEVELS, 8);
+    CHECK_EQ_U64(ROTA_WHEEL_SLOTS, 256);
     CHECK_EQ_U64(ROTA_MAX_DEADLINE, UINT64_MAX - 1);
     CHECK_EQ_U64(ROTA_NEVER, UINT64_MAX);
 }
@@ -513,12 +515,18 @@ static void arm_target_in(struct rota_wheel *w, struct tn *self)
 
 TEST(target_slot_under_the_hand)
 {
-    static const uint64_t bases[] = {
-        0, 5, 63, 64 * 7 + 9, 4096 * 3 + 64 * 5 + 2, ((uint64_t)1 << 40) + 123};
+#define S ROTA_WHEEL_SLOTS
+    static const uint64_t bases[] = {0,
+                                     5,
+                                     S - 1,
+                                     S * 7 + 9,
+                                     S * S * 3 + S * 5 + 2,
+                                     ((uint64_t)1 << 40) + 123};
+#undef S
     struct tn a, b;
 
     for (size_t i = 0; i < sizeof bases / sizeof bases[0]; i++) {
-        for (unsigned k = 0; k < 10; k++) {
+        for (unsigned k = 0; k + 1 < ROTA_WHEEL_LEVELS; k++) {
             /* deadline and now share every digit at and below level k: the
              * target slot at level k is the one under the hand. */
             uint64_t d = bases[i] + span(k + 1);
@@ -547,20 +555,21 @@ TEST(target_slot_under_the_hand)
 
 TEST(delay_exact_multiple_of_level_span)
 {
-    static const uint64_t nows[] = {0,
-                                    1,
-                                    63,
-                                    64,
-                                    4095,
-                                    262144 + 17,
-                                    (uint64_t)1 << 40,
-                                    ((uint64_t)1 << 40) + 12345,
-                                    (uint64_t)1 << 62,
-                                    UINT64_MAX - ((uint64_t)1 << 61)};
+    static const uint64_t nows[] = {
+        0,
+        1,
+        ROTA_WHEEL_SLOTS - 1,
+        ROTA_WHEEL_SLOTS,
+        ROTA_WHEEL_SLOTS * ROTA_WHEEL_SLOTS - 1,
+        ROTA_WHEEL_SLOTS * ROTA_WHEEL_SLOTS * ROTA_WHEEL_SLOTS + 17,
+        (uint64_t)1 << 40,
+        ((uint64_t)1 << 40) + 12345,
+        (uint64_t)1 << 62,
+        UINT64_MAX - ((uint64_t)1 << 61)};
     struct tn a;
 
     for (size_t i = 0; i < sizeof nows / sizeof nows[0]; i++) {
-        for (unsigned k = 1; k <= 10; k++) {
+        for (unsigned k = 1; k < ROTA_WHEEL_LEVELS; k++) {
             for (int j = -1; j <= 1; j++) {
                 uint64_t delay = span(k) + (uint64_t)(int64_t)j;
                 uint64_t exp = nows[i] > ROTA_MAX_DEADLINE - delay
@@ -571,13 +580,14 @@ TEST(delay_exact_multiple_of_level_span)
                 CHECK_EQ_INT(rota_timer_arm_in(&wheel, &a.timer, delay), 0);
                 CHECK_EQ_U64(rota_timer_deadline(&a.timer), exp);
                 if (!expect_exact(&wheel, &a, exp))
-                    fprintf(stderr, "    (64^%u%+d from %" PRIu64 ")\n", k, j,
-                            nows[i]);
-                /* And multiples: 2 and 63 spans. */
-                if (k <= 8) {
+                    fprintf(stderr, "    (slots^%u%+d from %" PRIu64 ")\n", k,
+                            j, nows[i]);
+                /* And the largest multiple: slots - 1 spans. */
+                {
                     rota_wheel_init(&wheel, nows[i]);
                     tn_init(&a, 0);
-                    uint64_t d2 = nows[i] + 63 * span(k) + (uint64_t)(int64_t)j;
+                    uint64_t d2 = nows[i] + (ROTA_WHEEL_SLOTS - 1) * span(k) +
+                                  (uint64_t)(int64_t)j;
                     if (d2 > nows[i] && d2 <= ROTA_MAX_DEADLINE) {
                         rota_timer_arm(&wheel, &a.timer, d2);
                         expect_exact(&wheel, &a, d2);
@@ -593,18 +603,18 @@ TEST(deadlines_on_level_boundaries)
     struct tn t[3 * 10];
     uint64_t start = 100;
 
-    /* Deadlines m * 64^k - 1, m * 64^k, m * 64^k + 1 for every level; all
+    /* Deadlines 3 * 256^k - 1, 3 * 256^k, 3 * 256^k + 1 for every level; all
      * armed at once, then reached by jumps straight onto each deadline and
      * by single ticks around it. */
     rota_wheel_init(&wheel, start);
     tn_init_all(t, 30);
-    for (unsigned k = 1; k <= 10; k++)
+    for (unsigned k = 1; k < ROTA_WHEEL_LEVELS; k++)
         for (int j = -1; j <= 1; j++)
             rota_timer_arm(&wheel, &t[(k - 1) * 3 + (unsigned)(j + 1)].timer,
                            3 * span(k) + (uint64_t)(int64_t)j);
     CHECK_WHEEL(&wheel);
     log_reset();
-    for (unsigned k = 1; k <= 10; k++) {
+    for (unsigned k = 1; k < ROTA_WHEEL_LEVELS; k++) {
         uint64_t b = 3 * span(k);
         size_t before = nent;
         CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), b - 1);
@@ -1271,8 +1281,8 @@ TEST(order_deadline_then_arm_order)
     CHECK_EQ_INT(ent[1].id, 3);
     CHECK_EQ_INT(ent[2].id, 1);
     CHECK_EQ_INT(ent[3].id, 0);
-    /* A timer armed at 0 for 4096 (level 2) and one armed at 4000 for
-     * 4096 (level 0): the first armed fires first. */
+    /* Timers armed at different times for 4096 (the first from farther
+     * away, at a higher level): the first armed fires first. */
     rota_wheel_init(&wheel, 0);
     rota_timer_arm(&wheel, &t[0].timer, 4096);
     rota_wheel_advance(&wheel, 4000);
@@ -1812,8 +1822,8 @@ TEST(stats_counters)
     CHECK_EQ_U64(s.drained, 2);
     CHECK_EQ_U64(s.pending, 0);
     CHECK_EQ_INT(drained, 2);
-    /* refiled counts cascades: a timer at level 2 must move down before it
-     * fires, so at least once. */
+    /* refiled counts cascades: a timer above level 0 must move down before
+     * it fires, so at least once. */
     rota_timer_arm(&wheel, &t[5].timer, 20 + 4096 * 3);
     rota_wheel_advance(&wheel, 20 + 4096 * 3);
     rota_wheel_stats(&wheel, &s);
