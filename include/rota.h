@@ -361,7 +361,10 @@ static inline void rota_timer_touch_unchecked(struct rota_wheel *wheel,
            timer->wheel_id_ == wheel->id_ && deadline >= timer->deadline_ &&
            deadline <= ROTA_MAX_DEADLINE);
     timer->deadline_ = deadline;
-    wheel->touched_unchecked_ = 1; /* a store to a line that stays cached */
+    /* Stores to a line that stays cached: the cached earliest deadline may
+     * now be early, and the next advance must check it (wheel.c). */
+    wheel->touched_unchecked_ = 1;
+    wheel->next_step_ = 0;
 }
 
 /* Prepare an empty wheel whose time starts at `now`.  0 or ROTA_EINVAL. */

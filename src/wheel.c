@@ -431,18 +431,6 @@ static uint64_t take_due(struct rota_wheel *w, struct rota_timer *t)
     return w->now_ - fired;
 }
 
-/*
- * A cached earliest deadline at or before `now` when no slot can be due
- * by then: only rota_timer_touch_unchecked() leaves one (it moves a
- * deadline without telling the wheel).  Such a call takes the full path,
- * whose end forgets the stale value, so that timeout_ms() cannot keep
- * answering 0.
- */
-static inline bool stale_earliest(const struct rota_wheel *w, uint64_t now)
-{
-    return w->earliest_ok_ && w->earliest_ <= now;
-}
-
 /* What begin_pass() found. */
 enum pass_start {
     PASS_RUN,       /* something may be due: run the pass */
@@ -460,8 +448,7 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
         return PASS_BACKWARDS;
     }
     w->now_ = now;
-    if (list_empty(&w->due_) && now < w->next_step_ &&
-        !stale_earliest(w, now)) {
+    if (list_empty(&w->due_) && now < w->next_step_) {
         w->cur_ = now;
         return PASS_IDLE;
     }
@@ -469,14 +456,23 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
 }
 
 /*
- * Called when a pass has left nothing due at or before now_: a cached
- * earliest deadline there can only be the old deadline of a timer moved by
- * rota_timer_touch_unchecked(), which does not tell the wheel.
+ * The end of a call that ran peek_due() (`more`: timers are still due).
+ * rota_timer_touch_unchecked() moves deadlines without telling the wheel,
+ * so the cached earliest deadline E may be stale: earlier than the truth.
+ * It must not stay at or before now, or timeout_ms() would answer 0
+ * forever; so a pass that leaves nothing due forgets such an E, and while
+ * the cache may be stale next_step_ is kept at or below E, so that the
+ * advance that reaches E is not taken by the idle path (the unchecked
+ * touch itself sets next_step_ to 0 for the same reason).
  */
-static void forget_passed_earliest(struct rota_wheel *w)
+static void settle_earliest(struct rota_wheel *w, bool more)
 {
-    if (w->earliest_ok_ && w->earliest_ <= w->now_)
+    if (!w->earliest_ok_)
+        return;
+    if (!more && w->earliest_ <= w->now_)
         w->earliest_ok_ = 0;
+    else if (w->touched_unchecked_ && w->earliest_ < w->next_step_)
+        w->next_step_ = w->earliest_;
 }
 
 /* Timers armed by callbacks with a deadline <= now join the wheel. */
@@ -528,8 +524,7 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
  */
 static inline bool advance_idle(struct rota_wheel *w, uint64_t now)
 {
-    if (now < w->now_ || now >= w->next_step_ || !list_empty(&w->due_) ||
-        stale_earliest(w, now))
+    if (now < w->now_ || now >= w->next_step_ || !list_empty(&w->due_))
         return false;
     w->now_ = now;
     w->cur_ = now;
@@ -548,6 +543,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
         break;
     case PASS_BACKWARDS: /* an earlier budget may have left timers due */
         more = peek_due(w) != NULL;
+        settle_earliest(w, more); /* peek_due() may have moved next_step_ */
         break;
     case PASS_RUN: {
         struct rota_timer *t;
@@ -563,6 +559,8 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
             rota_timer_fn *fn = t->fn_;
             uint64_t late = take_due(w, t);
             count++;
+            /* The next due timer's miss overlaps with this callback. */
+            __builtin_prefetch(w->due_.next);
             if (fn != NULL)
                 fn(w, t, late); /* may free t: not touched afterwards */
         }
@@ -571,8 +569,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
         bool maybe_more = budget_spent || !list_empty(&w->deferred_);
         end_pass(w);
         more = maybe_more && peek_due(w) != NULL;
-        if (!more)
-            forget_passed_earliest(w);
+        settle_earliest(w, more);
         break;
     }
     }
@@ -626,6 +623,7 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
         break;
     case PASS_BACKWARDS:
         more = peek_due(w) != NULL;
+        settle_earliest(w, more);
         break;
     case PASS_RUN: {
         struct rota_timer *t;
@@ -639,8 +637,7 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
             take_due(w, t);
             out[count++] = t;
         }
-        if (!more)
-            forget_passed_earliest(w);
+        settle_earliest(w, more);
         break;
     }
     }
