@@ -300,12 +300,13 @@ struct rota_wheel {
     uint8_t earliest_ok_;
     uint8_t touched_unchecked_; /* earliest_ may be early (a lower bound) */
     uint8_t reserved_;
-    uint32_t occupied_words_; /* bit L * 4 + i: occupied_[L][i] != 0 */
+    uint32_t occupied_words_; /* bit i: occupied_[i] != 0 */
     struct rota_stats stats_;
     struct rota_link due_;      /* timers due at cur_, in firing order */
     struct rota_link deferred_; /* armed during a pass, due at once */
-    uint64_t occupied_[ROTA_WHEEL_LEVELS][ROTA_WHEEL_SLOTS / 64];
-    struct rota_link slot_[ROTA_WHEEL_LEVELS][ROTA_WHEEL_SLOTS];
+    /* Slot number level * ROTA_WHEEL_SLOTS + index: its list and its bit. */
+    uint64_t occupied_[ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS / 64];
+    struct rota_link slot_[ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS];
 };
 
 /* rota_timer_init() writes this into magic_; anything else means "never

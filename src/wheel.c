@@ -102,12 +102,11 @@
 
 #define LEVEL_MASK (ROTA_WHEEL_SLOTS - 1)
 #define SLOT_COUNT (ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS)
-#define WORDS_PER_LEVEL (ROTA_WHEEL_SLOTS / 64)
 
-_Static_assert(ROTA_WHEEL_LEVELS *ROTA_WHEEL_BITS == 64,
+_Static_assert(64 % ROTA_WHEEL_BITS == 0 &&
+                   64 / ROTA_WHEEL_BITS == ROTA_WHEEL_LEVELS,
                "the levels cover uint64_t exactly");
-_Static_assert(ROTA_WHEEL_LEVELS *WORDS_PER_LEVEL <= 32,
-               "occupied_words_ has a bit per bitmap word");
+_Static_assert(SLOT_COUNT / 64 <= 32, "occupied_words_ has a bit per word");
 _Static_assert(SLOT_COUNT < 0xfffdu, "where_ holds a slot index or a tag");
 
 /* where_ values that are not slot indices. */
@@ -198,44 +197,49 @@ static uint64_t slot_end(uint64_t start, unsigned level)
 /* ---------------------------------------------------------- occupancy */
 
 /*
- * Each level has a bitmap of its occupied slots, and occupied_words_ has a
- * bit per bitmap word, ordered by level and then by word.  Because levels
- * are ordered (see the essay), the first set bit of the summary and then of
- * its word is the next slot to come due: two ctz.
+ * A slot's number is level * ROTA_WHEEL_SLOTS + index: its place in slot_,
+ * its where_ tag, and its bit in occupied_, one bitmap for all levels in
+ * which levels, then slots, are in due order (see the essay).
+ * occupied_words_ has a bit per word of it.  So the next slot to come due
+ * is the first set bit of the summary, then of that word: two ctz.
  */
-static void mark_occupied(struct rota_wheel *w, unsigned level, unsigned index)
+static void mark_occupied(struct rota_wheel *w, unsigned slot)
 {
-    unsigned word = index / 64;
-    w->occupied_[level][word] |= (uint64_t)1 << (index % 64);
-    w->occupied_words_ |= 1u << (level * WORDS_PER_LEVEL + word);
+    w->occupied_[slot / 64] |= (uint64_t)1 << (slot % 64);
+    w->occupied_words_ |= 1u << (slot / 64);
 }
 
-static void mark_empty(struct rota_wheel *w, unsigned level, unsigned index)
+static void mark_empty(struct rota_wheel *w, unsigned slot)
 {
-    unsigned word = index / 64;
-    uint64_t bits = w->occupied_[level][word] & ~((uint64_t)1 << (index % 64));
-    w->occupied_[level][word] = bits;
+    uint64_t bits = w->occupied_[slot / 64] & ~((uint64_t)1 << (slot % 64));
+    w->occupied_[slot / 64] = bits;
     if (bits == 0)
-        w->occupied_words_ &= ~(1u << (level * WORDS_PER_LEVEL + word));
+        w->occupied_words_ &= ~(1u << (slot / 64));
 }
 
-/* The next occupied slot, false when every slot is empty. */
-static bool first_occupied(const struct rota_wheel *w, unsigned *level,
-                           unsigned *index)
+/* The next occupied slot's number, false when every slot is empty. */
+static bool first_occupied(const struct rota_wheel *w, unsigned *slot)
 {
     if (w->occupied_words_ == 0)
         return false;
-    unsigned pos = (unsigned)__builtin_ctz(w->occupied_words_);
-    unsigned word = pos % WORDS_PER_LEVEL;
-    *level = pos / WORDS_PER_LEVEL;
-    *index = word * 64 + (unsigned)__builtin_ctzll(w->occupied_[*level][word]);
+    unsigned word = (unsigned)__builtin_ctz(w->occupied_words_);
+    *slot = word * 64 + (unsigned)__builtin_ctzll(w->occupied_[word]);
     return true;
 }
 
-static bool slot_occupied(const struct rota_wheel *w, unsigned level,
-                          unsigned index)
+static bool slot_occupied(const struct rota_wheel *w, unsigned slot)
 {
-    return (w->occupied_[level][index / 64] >> (index % 64)) & 1u;
+    return (w->occupied_[slot / 64] >> (slot % 64)) & 1u;
+}
+
+static unsigned level_of(unsigned slot)
+{
+    return slot / ROTA_WHEEL_SLOTS;
+}
+
+static unsigned index_of(unsigned slot)
+{
+    return slot % ROTA_WHEEL_SLOTS;
 }
 
 /* ------------------------------------------------------------- filing */
@@ -252,10 +256,11 @@ static void file_timer(struct rota_wheel *w, struct rota_timer *t)
     }
     unsigned level = level_for(deadline, w->cur_);
     unsigned shift = level * ROTA_WHEEL_BITS;
-    unsigned index = (unsigned)(deadline >> shift) & LEVEL_MASK;
-    list_append(&w->slot_[level][index], &t->link_);
-    mark_occupied(w, level, index);
-    t->where_ = (uint16_t)(level * ROTA_WHEEL_SLOTS + index);
+    unsigned slot =
+        level * ROTA_WHEEL_SLOTS + ((unsigned)(deadline >> shift) & LEVEL_MASK);
+    list_append(&w->slot_[slot], &t->link_);
+    mark_occupied(w, slot);
+    t->where_ = (uint16_t)slot;
     /* The slot starts at the deadline with the digits below the level
      * cleared (the digits above are cur's). */
     uint64_t start = deadline >> shift << shift;
@@ -275,8 +280,8 @@ static void unfile_timer(struct rota_wheel *w, struct rota_timer *t)
      * timers move to the due list wholesale (step()), keeping it: only
      * the slot's own head says the slot is empty. */
     if (where < SLOT_COUNT && node->prev == node->next &&
-        node->prev == &w->slot_[0][0] + where)
-        mark_empty(w, where / ROTA_WHEEL_SLOTS, where % ROTA_WHEEL_SLOTS);
+        node->prev == &w->slot_[where])
+        mark_empty(w, where);
 }
 
 /* A timer enters the set of pending deadlines (arm, or periodic re-arm). */
@@ -328,30 +333,30 @@ static void refile_batch(struct rota_wheel *w, struct rota_link *batch)
  */
 static bool step(struct rota_wheel *w, uint64_t limit)
 {
-    unsigned level, index;
+    unsigned slot;
 
-    if (!first_occupied(w, &level, &index)) {
+    if (!first_occupied(w, &slot)) {
         w->next_step_ = ROTA_NEVER;
         return false;
     }
-    uint64_t start = slot_start(w->cur_, level, index);
+    uint64_t start = slot_start(w->cur_, level_of(slot), index_of(slot));
     w->next_step_ = start;
     if (start > limit)
         return false;
-    struct rota_link *slot = &w->slot_[level][index];
-    mark_empty(w, level, index);
+    struct rota_link *head = &w->slot_[slot];
+    mark_empty(w, slot);
     w->cur_ = start;
-    if (level == 0) {
+    if (level_of(slot) == 0) {
         /* One deadline, `start`, for all but touched timers: the whole
          * list becomes the due list (empty here), in order, without a
          * walk.  peek_due() files a touched one again when it reaches the
          * head, against this same cur. */
-        list_move_all(&w->due_, slot);
+        list_move_all(&w->due_, head);
         return true;
     }
     struct rota_link batch;
     list_init(&batch);
-    list_move_all(&batch, slot);
+    list_move_all(&batch, head);
     refile_batch(w, &batch);
     return true;
 }
@@ -510,9 +515,8 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
     w->earliest_ok_ = 1;
     list_init(&w->due_);
     list_init(&w->deferred_);
-    for (unsigned level = 0; level < ROTA_WHEEL_LEVELS; level++)
-        for (unsigned index = 0; index < ROTA_WHEEL_SLOTS; index++)
-            list_init(&w->slot_[level][index]);
+    for (unsigned slot = 0; slot < SLOT_COUNT; slot++)
+        list_init(&w->slot_[slot]);
     return 0;
 }
 
@@ -667,11 +671,11 @@ static uint64_t find_earliest(struct rota_wheel *w)
         if (timer_of(n)->deadline_ < best)
             best = timer_of(n)->deadline_;
 
-    unsigned level, index;
-    while (first_occupied(w, &level, &index)) {
-        uint64_t start = slot_start(w->cur_, level, index);
-        uint64_t end = slot_end(start, level);
-        struct rota_link *head = &w->slot_[level][index];
+    unsigned slot;
+    while (first_occupied(w, &slot)) {
+        uint64_t start = slot_start(w->cur_, level_of(slot), index_of(slot));
+        uint64_t end = slot_end(start, level_of(slot));
+        struct rota_link *head = &w->slot_[slot];
         uint64_t in_slot = ROTA_NEVER;
 
         for (struct rota_link *n = head->next; n != head; n = n->next) {
@@ -688,7 +692,7 @@ static uint64_t find_earliest(struct rota_wheel *w)
         struct rota_link batch;
         list_init(&batch);
         list_move_all(&batch, head);
-        mark_empty(w, level, index);
+        mark_empty(w, slot);
         while (!list_empty(&batch)) {
             struct rota_timer *t = timer_of(batch.next);
             list_unlink(&t->link_);
@@ -762,10 +766,10 @@ int rota_wheel_drain(struct rota_wheel *w,
     list_init(&batch);
     list_move_all(&batch, &w->due_);
     list_move_all(&batch, &w->deferred_);
-    unsigned level, index;
-    while (first_occupied(w, &level, &index)) {
-        mark_empty(w, level, index);
-        list_move_all(&batch, &w->slot_[level][index]);
+    unsigned slot;
+    while (first_occupied(w, &slot)) {
+        mark_empty(w, slot);
+        list_move_all(&batch, &w->slot_[slot]);
     }
     for (struct rota_link *n = batch.next; n != &batch; n = n->next)
         timer_of(n)->where_ = WHERE_DUE; /* unlinking no longer clears bits */
@@ -1003,16 +1007,16 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     for (unsigned level = 0; level < ROTA_WHEEL_LEVELS; level++) {
         unsigned cur_digit = digit_at(w->cur_, level);
         for (unsigned index = 0; index < ROTA_WHEEL_SLOTS; index++) {
-            const struct rota_link *head = &w->slot_[level][index];
-            bool bit = slot_occupied(w, level, index);
+            unsigned slot = level * ROTA_WHEEL_SLOTS + index;
+            const struct rota_link *head = &w->slot_[slot];
+            bool bit = slot_occupied(w, slot);
             if (bit != !list_empty(head))
                 FAIL("occupancy bit disagrees with the slot's list");
             if (list_empty(head))
                 continue;
             if (index <= cur_digit)
                 FAIL("occupied slot at or behind the hand");
-            uint16_t where = (uint16_t)(level * ROTA_WHEEL_SLOTS + index);
-            if (check_list(w, head, where, &count, why))
+            if (check_list(w, head, (uint16_t)slot, &count, why))
                 return ROTA_ECORRUPT;
             uint64_t start = slot_start(w->cur_, level, index);
             if (start < first_start)
@@ -1029,11 +1033,9 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
             }
         }
     }
-    for (unsigned level = 0; level < ROTA_WHEEL_LEVELS; level++)
-        for (unsigned word = 0; word < WORDS_PER_LEVEL; word++)
-            if ((w->occupied_[level][word] != 0) !=
-                ((w->occupied_words_ >> (level * WORDS_PER_LEVEL + word)) & 1u))
-                FAIL("summary bit disagrees with its bitmap word");
+    for (unsigned word = 0; word < SLOT_COUNT / 64; word++)
+        if ((w->occupied_[word] != 0) != ((w->occupied_words_ >> word) & 1u))
+            FAIL("summary bit disagrees with its bitmap word");
     if (count != w->pending_)
         FAIL("pending count disagrees with the lists");
     if (w->next_step_ > first_start)
