@@ -488,7 +488,12 @@ void report_plot(const char *json_path)
         }
         fprintf(g, "set title '%s'\n", panels[p].title);
         if (count == 0) {
-            fprintf(g, "unset key\nplot 1/0 notitle\nset key\n");
+            /* A fixed y range: with none, gnuplot stops the whole
+             * multiplot on a panel without points. */
+            fprintf(g, "unset key\nset yrange [1:10]\n"
+                       "set label 1 'not run' at graph 0.5, graph 0.5 center\n"
+                       "plot 1/0 notitle\n"
+                       "unset label 1\nset yrange [*:*]\nset key\n");
             continue;
         }
         fprintf(g, "plot ");
