@@ -522,7 +522,7 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
 
 /*
  * The idle path of advance and expire, kept small enough to inline into
- * them: most calls of a mostly idle wheel (a loop waking for I/O) end here
+ * them (rota.h repeats it inline for rota_wheel_advance()): most calls of a mostly idle wheel (a loop waking for I/O) end here
  * after two compares and two stores.  next_step_ <= ROTA_NEVER, so a `now`
  * below it is a valid time.
  */
@@ -598,7 +598,7 @@ int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
     return more;
 }
 
-int rota_wheel_advance(struct rota_wheel *w, uint64_t now)
+int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
 {
     size_t fired;
 
