@@ -370,6 +370,8 @@ static void run_s1(const struct config *cfg)
         }
         const char *wl = p == 1 ? "S1-1p" : "S1-2p";
         for (int impl = 0; impl < 2; impl++) {
+            if (!(impl == 0 ? cfg->run_rota : cfg->run_heap))
+                continue;
             double m = median(v[impl], cfg->reps_s1);
             const char *name = impl == 0 ? "rota-service" : "mutex-heap2";
             add_row(name, wl, cfg->s1_n, "pairs_per_sec", m);
@@ -491,7 +493,8 @@ static void run_s2(const struct config *cfg)
         }
         const char *wl = workers == 0 ? "S2-0w" : "S2-2w";
         for (int impl = 0; impl < 2; impl++)
-            for (int m = 0; m < 3; m++)
+            for (int m = 0;
+                 m < 3 && (impl == 0 ? cfg->run_rota : cfg->run_heap); m++)
                 add_row(impl == 0 ? "rota-service" : "mutex-heap2", wl,
                         cfg->s2_n, metric[m], median(v[impl][m], cfg->reps_s2));
     }
