@@ -47,7 +47,12 @@
 #define STAGE_SHIFT 11   /* a band is 2048 ticks (2 ms of 1 us ticks) */
 #define STAGE_BANDS 1024 /* a power of two: the staged horizon, in bands */
 #define STAGE_NONE 0xffffu
-#define STAGE_BATCH 256 /* records moved into the wheel per lock hold */
+#define STAGE_FAR 0xfffeu /* sband of a record on the far vector */
+#define STAGE_BATCH 256   /* records moved into the wheel per lock hold */
+/* Far staging: bands [far_from, far_from + FAR_BANDS) beyond the band
+ * lists wait on a vector of entries, in arm order (see service.c). */
+#define FAR_BANDS ((uint64_t)1 << 16) /* 134 s of 1 us ticks */
+#define FAR_MIN_CAP 256u
 
 static inline uint32_t gen_of(uint64_t w)
 {
@@ -98,8 +103,9 @@ struct rec {
                                 record heading a depot batch, the next batch */
     uint8_t policy;
     /* Staging, under the shard's lock: the band list the record waits on
-     * (STAGE_NONE when it is not staged), its deadline's offset in that
-     * band, and the list links. */
+     * (STAGE_NONE when it is not staged, STAGE_FAR on the far vector),
+     * its deadline's offset in that band, and the list links (on the far
+     * vector, snext is its entry's position). */
     uint16_t sband;
     uint16_t soff;
     uint32_t snext, sprev;
@@ -110,6 +116,12 @@ _Static_assert(sizeof(struct rec) == 128, "a record is two cache lines");
 _Static_assert(offsetof(struct rec, due) == 64,
                "what arm and cancel touch fits in the first line");
 #endif
+
+/* A far-staged timer: its record and the low bits of its band. */
+struct far_ent {
+    uint32_t index;
+    uint32_t band;
+};
 
 /* A wheel with its lock and its free records: a chain of up to MAG that
  * arms pop from and frees push onto, and one full chain of MAG in reserve
@@ -131,6 +143,16 @@ struct shard {
     uint64_t stage_occ[STAGE_BANDS / 64];
     uint32_t stage_head[STAGE_BANDS];
     uint32_t stage_tail[STAGE_BANDS];
+    /* Far staging (see service.c): entries [0, far_len) of `far`, of
+     * which far_live are not holes (set bits of far_dead); while a scan
+     * runs, [far_wr, far_rd) is garbage. */
+    struct far_ent *far;
+    uint64_t *far_dead; /* far_cap bits, after the entries */
+    uint32_t far_len, far_cap, far_live;
+    uint32_t far_rd, far_wr;
+    bool far_scanning;
+    uint64_t far_from;   /* the first band that goes to the far vector */
+    uint64_t far_target; /* far_from once the running scan ends */
 };
 
 /* Counters of one service thread (the ticker or a worker): one writer. */
@@ -284,6 +306,7 @@ void rota__service_stage_init(struct shard *sh, uint64_t now);
 void rota__service_unstage(struct shard *sh, struct rec *r);
 bool rota__service_stage_pump(struct shard *sh, uint64_t now);
 uint64_t rota__service_stage_next(const struct shard *sh);
+void rota__service_stage_fini(struct shard *sh);
 
 /* service_thread.c */
 void rota__service_on_fire(struct rota_wheel *wheel, struct rota_timer *timer,

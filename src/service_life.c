@@ -48,8 +48,10 @@ static void teardown(struct rota_service *svc, int mutexes, int conds)
         pthread_cond_destroy(cond_of(svc, i));
     for (int i = 0; i < mutexes; i++)
         pthread_mutex_destroy(mutex_of(svc, i));
-    for (unsigned i = 0; i < svc->shards_ready; i++)
+    for (unsigned i = 0; i < svc->shards_ready; i++) {
         pthread_mutex_destroy(&svc->shards[i].mu);
+        rota__service_stage_fini(&svc->shards[i]);
+    }
     if (svc->sysclock_used)
         rota__sysclock_fini(&svc->sysclock);
     for (unsigned c = 0; c < CHUNKS; c++)
@@ -394,6 +396,34 @@ static int check_stage(struct rota_service *svc, struct shard *sh, uint32_t n,
     }
     if (count != sh->staged)
         BAD("band lists hold fewer records than counted");
+    /* The far vector: each entry names a live record that points back at
+     * it, with a band at or after far_from; as many as counted. */
+    count = 0;
+    if (sh->far_len > sh->far_cap)
+        BAD("far vector longer than its capacity");
+    for (uint32_t k = 0; k < sh->far_len; k++) {
+        if (sh->far_scanning && k >= sh->far_wr && k < sh->far_rd)
+            continue;
+        if ((sh->far_dead[k / 64] >> (k % 64)) & 1u)
+            continue;
+        uint32_t i = sh->far[k].index;
+        if (i >= n)
+            BAD("far entry runs out of the slab");
+        struct rec *r = rec_at(svc, i);
+        if (r->sband != STAGE_FAR || r->snext != k)
+            BAD("far entry and its record disagree");
+        if (!(atomic_load_explicit(&r->word, memory_order_relaxed) & F_LIVE))
+            BAD("ended timer still on the far vector");
+        uint32_t lag = sh->far[k].band - (uint32_t)sh->far_from;
+        if (!sh->far_scanning && lag >= FAR_BANDS)
+            BAD("far entry outside the far horizon");
+        count++;
+    }
+    if (count != sh->far_live)
+        BAD("far vector holds a different number of records than counted");
+    if (sh->far_from < sh->stage_next ||
+        sh->far_from > sh->stage_next + STAGE_BANDS)
+        BAD("far horizon out of step with the band lists");
     return 0;
 }
 
@@ -416,7 +446,7 @@ int rota__service_check_all(struct rota_service *svc, const char **why)
         wheeled += rota_wheel_count(&sh->wheel);
         if (rc == 0)
             rc = check_stage(svc, sh, n, why);
-        wheeled += sh->staged;
+        wheeled += sh->staged + sh->far_live;
         pthread_mutex_unlock(&sh->mu);
     }
     pthread_mutex_lock(&svc->grow_mu);
