@@ -441,32 +441,43 @@ static void far_compact(struct shard *sh)
     sh->far_len = wr;
 }
 
-/* Append the record to the far vector; false if it cannot grow (the
- * caller files the record in the wheel instead). */
+/* Double the far vector; false if the allocator says no. */
+static bool far_grow(struct shard *sh)
+{
+    uint32_t cap = sh->far_cap != 0 ? 2 * sh->far_cap : FAR_MIN_CAP;
+    if (cap <= sh->far_cap || cap > UINT32_MAX / 2)
+        return false;
+    struct far_ent *v = rota__service_alloc(sh->svc, far_bytes(cap));
+    if (v == NULL)
+        return false;
+    uint64_t *dead = (uint64_t *)(void *)(v + cap);
+    memset(dead, 0, cap / 8);
+    if (sh->far_len != 0) {
+        memcpy(v, sh->far, sh->far_len * sizeof *v);
+        memcpy(dead, sh->far_dead, sh->far_cap / 8);
+    }
+    rota__service_free(sh->svc, sh->far, far_bytes(sh->far_cap));
+    sh->far = v;
+    sh->far_dead = dead;
+    sh->far_cap = cap;
+    return true;
+}
+
+/* Append the record to the far vector; false if it is full and can
+ * neither close holes (none, or a scan runs) nor grow: the caller files
+ * the record on a band list or in the wheel instead. */
 static bool far_push(struct shard *sh, struct rec *r, uint64_t band,
                      uint64_t deadline)
 {
     if (sh->far_len == sh->far_cap) {
-        if (!sh->far_scanning &&
-            sh->far_len - sh->far_live >= sh->far_len / 2 && sh->far_len != 0) {
+        uint32_t holes = sh->far_len - sh->far_live;
+        bool can_compact = !sh->far_scanning && holes != 0;
+        if (can_compact && holes >= sh->far_len / 2)
             far_compact(sh);
-        } else {
-            uint32_t cap = sh->far_cap != 0 ? 2 * sh->far_cap : FAR_MIN_CAP;
-            if (cap <= sh->far_cap || cap > UINT32_MAX / 2)
+        else if (!far_grow(sh)) {
+            if (!can_compact)
                 return false;
-            struct far_ent *v = rota__service_alloc(sh->svc, far_bytes(cap));
-            if (v == NULL)
-                return false;
-            uint64_t *dead = (uint64_t *)(void *)(v + cap);
-            memset(dead, 0, cap / 8);
-            if (sh->far_len != 0) {
-                memcpy(v, sh->far, sh->far_len * sizeof *v);
-                memcpy(dead, sh->far_dead, sh->far_cap / 8);
-            }
-            rota__service_free(sh->svc, sh->far, far_bytes(sh->far_cap));
-            sh->far = v;
-            sh->far_dead = dead;
-            sh->far_cap = cap;
+            far_compact(sh);
         }
     }
     r->sband = STAGE_FAR;

@@ -1656,6 +1656,60 @@ static void test_far_staged(void)
     fix_fini(&f);
 }
 
+/* When the far vector cannot grow, arm still succeeds: a full vector with
+ * holes closes them, one without goes nearer the wheel; every timer still
+ * fires at its deadline. */
+static void test_far_no_memory(void)
+{
+    enum { NB = FAR_MIN_CAP };
+    static struct probe pb[NB];
+    static struct rota_service_handle hb[NB];
+    struct probe anchor = {.id = 0}, pa = {.id = 0}, pc = {.id = 0},
+                 pd = {.id = 0};
+    struct rota_service_handle h, ha, hc, hd;
+    struct fix f;
+    fix_init_cfg(&f, (struct rota_service_config){.initial_capacity = 1024});
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &anchor, &h), 0);
+    wait_asleep(&f, T0 + ST_MS);
+    atomic_store(&f.alloc.fail_after, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &pa, &ha), 0);
+    CHECK(!far_staged(&f, ha) && !staged(&f, ha));
+    atomic_store(&f.alloc.fail_after, -1);
+    for (int k = 0; k < NB; k++) {
+        memset(&pb[k], 0, sizeof pb[k]);
+        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S + (uint64_t)k * ST_MS,
+                                      probe_fn, &pb[k], &hb[k]),
+                     0);
+    }
+    CHECK(far_staged(&f, hb[0]) && far_staged(&f, hb[NB - 1]));
+    CHECK_EQ_INT(rota_service_try_cancel(f.svc, hb[0]), ROTA_SERVICE_CANCELLED);
+    atomic_store(&f.alloc.fail_after, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &pc, &hc), 0);
+    CHECK(far_staged(&f, hc)); /* the hole closed up */
+    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &pd, &hd), 0);
+    CHECK(!far_staged(&f, hd) && !staged(&f, hd));
+    atomic_store(&f.alloc.fail_after, -1);
+    CHECK_EQ_INT(rota_service_check(f.svc, NULL), 0);
+    advance(&f, 10 * ST_S - ST_US);
+    CHECK_EQ_INT(atomic_load(&pa.runs) + atomic_load(&pc.runs) +
+                     atomic_load(&pd.runs),
+                 0);
+    advance(&f, ST_US);
+    CHECK_EQ_INT(atomic_load(&pa.runs), 1);
+    CHECK_EQ_INT(atomic_load(&pc.runs), 1);
+    CHECK_EQ_INT(atomic_load(&pd.runs), 1);
+    CHECK_EQ_U64(pd.deadline[0], T0 + 10 * ST_S);
+    CHECK_EQ_U64(pc.deadline[0], T0 + 10 * ST_S);
+    advance(&f, NB * ST_MS);
+    int bad = atomic_load(&pb[0].runs);
+    for (int k = 1; k < NB; k++)
+        bad += atomic_load(&pb[k].runs) != 1 ||
+               pb[k].deadline[0] != T0 + 10 * ST_S + (uint64_t)k * ST_MS;
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_U64(stats_of(&f).pending, 0);
+    fix_fini(&f);
+}
+
 /* Sleeping with staged timers: the thread sleeps until the exact next
  * deadline, never past a staged one, and a staged arm due after the
  * thread's sleep does not wake it (even when its band's move would come
@@ -1866,6 +1920,7 @@ static const struct h_test tests[] = {
     H_TEST(test_staged_stop),
     H_TEST(test_staged_equal_deadline_order),
     H_TEST(test_far_staged),
+    H_TEST(test_far_no_memory),
     H_TEST(test_staged_sleep),
     H_TEST(test_staged_near_max),
     H_TEST(test_staged_pending_cap),

@@ -135,7 +135,8 @@
  *   only when the depot is empty.  Timers due more than ~2 s ahead
  *   (and at most ~134 s) also take an 8-byte entry in their shard's far
  *   vector, which doubles when full (so arm may allocate, rarely; if it
- *   cannot, the timer goes to the wheel and arm still succeeds); a
+ *   cannot, the timer is filed nearer the wheel and arm still succeeds,
+ *   though equal deadlines may then fire out of arm order); a
  *   cancelled timer's entry is a hole until the service thread's next
  *   pass over the vector (about once a second) or until holes are half of
  *   a full vector.  All memory comes from the allocator in the
