@@ -12,6 +12,7 @@
  * real clock to show that an idle service does not wake up; they check
  * upper bounds only.
  */
+#define _DEFAULT_SOURCE /* syscall(), for the shard lock of the internals */
 #include "test_service_common.h"
 
 #include "../src/service_internal.h" /* the planted-fault test only */
@@ -1183,10 +1184,10 @@ static bool staged_as(struct fix *f, struct rota_service_handle h, bool far)
 {
     struct rec *r = rec_at(f->svc, h.index);
     struct shard *sh = shard_of(f->svc, r);
-    pthread_mutex_lock(&sh->mu);
+    rota__lock(&sh->mu);
     bool s = gen_of(atomic_load(&r->word)) == h.generation &&
              r->sband != STAGE_NONE && (r->sband == STAGE_FAR) == far;
-    pthread_mutex_unlock(&sh->mu);
+    rota__unlock(&sh->mu);
     return s;
 }
 
