@@ -23,7 +23,7 @@
  *   callback ever runs under a shard lock.  On Linux the lock is a futex
  *   word that spins briefly before it sleeps (service_internal.h): the
  *   holds are short, and an uncontended lock + unlock costs a few
- *   instructions where glibc's mutex costs ~57 (S1: ~150 fewer
+ *   instructions where glibc's mutex costs ~57 (S1: ~130 fewer
  *   instructions per pair).  The spin also lets the service thread catch
  *   the lock between the holds of a producer arming in a tight loop,
  *   where a sleeping waiter would lose every race to it.
