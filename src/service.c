@@ -110,8 +110,9 @@
  *   service thread scans the vector (STAGE_BATCH entries per lock hold, in
  *   order): entries due before the lists' end go onto the band lists, the
  *   rest close up over the holes, then far_from moves to the lists' end.
- *   A full vector first closes its holes if they are half of it, else
- *   doubles; if it cannot grow the timer goes to the wheel.  Arm order
+ *   A full vector closes its holes if they are half of it, else
+ *   doubles; if it cannot grow it closes what holes it has, and without
+ *   any the timer is filed as if there were no far vector.  Arm order
  *   holds: a timer goes to the far vector only while its band is at or
  *   after far_from, the scan moves entries in vector order, and a timer
  *   armed during a scan for a band the scan will move is appended behind
@@ -662,7 +663,8 @@ bool rota__service_stage_pump(struct shard *sh, uint64_t now)
 }
 
 /* The tick at which the service thread must next move a band of the shard
- * (ROTA_NEVER if none is staged); the shard's lock is held. */
+ * or scan its far vector (ROTA_NEVER if nothing is staged); the shard's
+ * lock is held. */
 uint64_t rota__service_stage_next(const struct shard *sh)
 {
     uint64_t far = ROTA_NEVER;
