@@ -32,6 +32,7 @@
  * S1-1p, S1-2p (producers) and S2-0w, S2-2w (workers).
  *
  * Usage: rota_bench_service [--quick] [--seed N] [--reps N] [--json PATH]
+ *                           [--only S1|S2] [--impl rota|heap]
  */
 #define _GNU_SOURCE
 #include <rota/service.h>
@@ -176,6 +177,8 @@ struct config {
     uint32_t s2_n;
     uint64_t s2_max_delay;
     bool quick;
+    bool run_s1, run_s2;     /* --only S1 / S2: one workload, for profiling */
+    bool run_rota, run_heap; /* --impl rota / heap: likewise */
 };
 
 static atomic_ullong fires; /* every callback of either implementation */
@@ -359,11 +362,16 @@ static void run_s1(const struct config *cfg)
             /* Alternate the order so drifting load hits both. */
             bool first_rota = rep % 2 == 0;
             int a = first_rota ? 0 : 1, b = 1 - a;
-            v[a][rep] = s1_once(cfg, first_rota, p, rep, &c[a][rep]);
-            v[b][rep] = s1_once(cfg, !first_rota, p, rep, &c[b][rep]);
+            v[a][rep] = c[a][rep] = v[b][rep] = c[b][rep] = 0;
+            if (first_rota ? cfg->run_rota : cfg->run_heap)
+                v[a][rep] = s1_once(cfg, first_rota, p, rep, &c[a][rep]);
+            if (first_rota ? cfg->run_heap : cfg->run_rota)
+                v[b][rep] = s1_once(cfg, !first_rota, p, rep, &c[b][rep]);
         }
         const char *wl = p == 1 ? "S1-1p" : "S1-2p";
         for (int impl = 0; impl < 2; impl++) {
+            if (!(impl == 0 ? cfg->run_rota : cfg->run_heap))
+                continue;
             double m = median(v[impl], cfg->reps_s1);
             const char *name = impl == 0 ? "rota-service" : "mutex-heap2";
             add_row(name, wl, cfg->s1_n, "pairs_per_sec", m);
@@ -476,15 +484,17 @@ static void run_s2(const struct config *cfg)
         for (int rep = 0; rep < cfg->reps_s2; rep++) {
             for (int k = 0; k < 2; k++) {
                 bool rota = (rep + k) % 2 == 0;
-                double out[3];
-                s2_once(cfg, rota, workers, rep, out);
+                double out[3] = {0, 0, 0};
+                if (rota ? cfg->run_rota : cfg->run_heap)
+                    s2_once(cfg, rota, workers, rep, out);
                 for (int m = 0; m < 3; m++)
                     v[rota ? 0 : 1][m][rep] = out[m];
             }
         }
         const char *wl = workers == 0 ? "S2-0w" : "S2-2w";
         for (int impl = 0; impl < 2; impl++)
-            for (int m = 0; m < 3; m++)
+            for (int m = 0;
+                 m < 3 && (impl == 0 ? cfg->run_rota : cfg->run_heap); m++)
                 add_row(impl == 0 ? "rota-service" : "mutex-heap2", wl,
                         cfg->s2_n, metric[m], median(v[impl][m], cfg->reps_s2));
     }
@@ -495,8 +505,7 @@ static void run_s2(const struct config *cfg)
 
 /* ------------------------------------------------------------- report */
 
-static void print_table(const struct config *cfg, const char *load0,
-                        const char *load1)
+static void print_s1(const struct config *cfg)
 {
     printf("\nS1 submission throughput: arm + cancel pairs per second, "
            "N = %u live timers, median of %d\n",
@@ -512,6 +521,10 @@ static void print_table(const struct config *cfg, const char *load0,
                row_value("rota-service", wl, "cpu_ns_per_pair"),
                row_value("mutex-heap2", wl, "cpu_ns_per_pair"));
     }
+}
+
+static void print_s2(const struct config *cfg)
+{
     printf("\nS2 firing lateness in us (now - deadline at the callback), N = "
            "%u timers, delays 1..%" PRIu64 " ms, median of %d\n",
            cfg->s2_n, cfg->s2_max_delay, cfg->reps_s2);
@@ -527,6 +540,15 @@ static void print_table(const struct config *cfg, const char *load0,
                    row_value(name, wl, "late_max_us"));
         }
     }
+}
+
+static void print_table(const struct config *cfg, const char *load0,
+                        const char *load1)
+{
+    if (cfg->run_s1)
+        print_s1(cfg);
+    if (cfg->run_s2)
+        print_s2(cfg);
     double r2 = row_value("rota-service", "S1-2p", "pairs_per_sec") /
                 row_value("mutex-heap2", "S1-2p", "pairs_per_sec");
     printf("\nissue 4 targets: S1 with 2 producers >= 3x mutex-heap2: %.2fx "
@@ -602,7 +624,11 @@ int main(int argc, char **argv)
                          .s1_n = 100000,
                          .s1_ops = 2000000,
                          .s2_n = 100000,
-                         .s2_max_delay = 1000};
+                         .s2_max_delay = 1000,
+                         .run_s1 = true,
+                         .run_s2 = true,
+                         .run_rota = true,
+                         .run_heap = true};
     const char *json = "build/bench/results-service.json";
     int reps = 0;
 
@@ -615,10 +641,19 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
-        else {
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "S1") || !strcmp(argv[i + 1], "S2"))) {
+            cfg.run_s1 = !strcmp(argv[++i], "S1");
+            cfg.run_s2 = !cfg.run_s1;
+        } else if (!strcmp(argv[i], "--impl") && i + 1 < argc &&
+                   (!strcmp(argv[i + 1], "rota") ||
+                    !strcmp(argv[i + 1], "heap"))) {
+            cfg.run_rota = !strcmp(argv[++i], "rota");
+            cfg.run_heap = !cfg.run_rota;
+        } else {
             fprintf(stderr,
                     "usage: %s [--quick] [--seed N] [--reps N] "
-                    "[--json PATH]\n",
+                    "[--json PATH] [--only S1|S2] [--impl rota|heap]\n",
                     argv[0]);
             return 2;
         }
@@ -638,8 +673,10 @@ int main(int argc, char **argv)
     printf("rota_bench_service: %s, %s; seed %" PRIu64 "%s\n", BENCH_COMPILER,
            BENCH_CFLAGS, cfg.seed, cfg.quick ? " (quick)" : "");
     fflush(stdout);
-    run_s1(&cfg);
-    run_s2(&cfg);
+    if (cfg.run_s1)
+        run_s1(&cfg);
+    if (cfg.run_s2)
+        run_s2(&cfg);
     read_line("/proc/loadavg", NULL, load1, sizeof load1);
     print_table(&cfg, load0, load1);
     if (write_json(json, &cfg, load0, load1) != 0)

@@ -47,7 +47,12 @@
 #define STAGE_SHIFT 11   /* a band is 2048 ticks (2 ms of 1 us ticks) */
 #define STAGE_BANDS 1024 /* a power of two: the staged horizon, in bands */
 #define STAGE_NONE 0xffffu
-#define STAGE_BATCH 256 /* records moved into the wheel per lock hold */
+#define STAGE_FAR 0xfffeu /* sband of a record on the far vector */
+#define STAGE_BATCH 256   /* records moved into the wheel per lock hold */
+/* Far staging: bands [far_from, far_from + FAR_BANDS) beyond the band
+ * lists wait on a vector of entries, in arm order (see service.c). */
+#define FAR_BANDS ((uint64_t)1 << 16) /* 134 s of 1 us ticks */
+#define FAR_MIN_CAP 256u
 
 static inline uint32_t gen_of(uint64_t w)
 {
@@ -77,6 +82,112 @@ static inline bool is_free(uint64_t w)
     return (uint32_t)w == F_FREE;
 }
 
+/* ------------------------------------------------------ the shard lock */
+
+/*
+ * A shard's lock guards O(1) work (an arm or a cancel is ~100 instructions
+ * under it; the service thread's holds are bounded batches).  glibc's
+ * mutex spends ~57 instructions and a few stores on a lock + unlock pair
+ * that does not contend, a tenth of an S1 arm + cancel pair's
+ * instructions, twice per pair.  On Linux the shard lock is a futex word
+ * (Drepper's "Futexes Are Tricky", mutex 3): 0 free, 1 held, 2 held with
+ * sleepers; one compare-and-swap to take it, one exchange to drop it, a
+ * system call only with a sleeper.  A contender spins briefly first: the
+ * holder is usually about to drop it.  Elsewhere it is a pthread mutex.
+ */
+#ifdef __linux__
+/* The includer defines _DEFAULT_SOURCE or _GNU_SOURCE, for syscall(). */
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct rota__lock {
+    _Atomic uint32_t word;
+};
+
+#define LOCK_SPINS 128 /* a few microseconds: longer than a normal hold */
+
+static inline void rota__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static inline void rota__lock_slow(struct rota__lock *l)
+{
+    for (int i = 0; i < LOCK_SPINS; i++) {
+        rota__cpu_relax();
+        uint32_t c = atomic_load_explicit(&l->word, memory_order_relaxed);
+        if (c == 0 &&
+            atomic_compare_exchange_weak_explicit(
+                &l->word, &c, 1, memory_order_acquire, memory_order_relaxed))
+            return;
+    }
+    /* Mark it contended, so that whoever drops it wakes a sleeper; taken
+     * this way it stays marked (another may sleep still). */
+    while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
+        syscall(SYS_futex, (void *)&l->word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL,
+                0);
+}
+
+static inline void rota__lock_wake(struct rota__lock *l)
+{
+    syscall(SYS_futex, (void *)&l->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static inline int rota__lock_init(struct rota__lock *l)
+{
+    atomic_init(&l->word, 0);
+    return 0;
+}
+
+static inline void rota__lock_destroy(struct rota__lock *l)
+{
+    (void)l;
+}
+
+static inline void rota__lock(struct rota__lock *l)
+{
+    uint32_t c = 0;
+    if (!atomic_compare_exchange_strong_explicit(
+            &l->word, &c, 1, memory_order_acquire, memory_order_relaxed))
+        rota__lock_slow(l);
+}
+
+static inline void rota__unlock(struct rota__lock *l)
+{
+    if (atomic_exchange_explicit(&l->word, 0, memory_order_release) != 1)
+        rota__lock_wake(l);
+}
+#else
+struct rota__lock {
+    pthread_mutex_t mu;
+};
+
+static inline int rota__lock_init(struct rota__lock *l)
+{
+    return pthread_mutex_init(&l->mu, NULL);
+}
+
+static inline void rota__lock_destroy(struct rota__lock *l)
+{
+    pthread_mutex_destroy(&l->mu);
+}
+
+static inline void rota__lock(struct rota__lock *l)
+{
+    pthread_mutex_lock(&l->mu);
+}
+
+static inline void rota__unlock(struct rota__lock *l)
+{
+    pthread_mutex_unlock(&l->mu);
+}
+#endif
+
 /* --------------------------------------------------------- structures */
 
 /* Two cache lines: the first holds all that arm, cancel and touch use
@@ -98,8 +209,9 @@ struct rec {
                                 record heading a depot batch, the next batch */
     uint8_t policy;
     /* Staging, under the shard's lock: the band list the record waits on
-     * (STAGE_NONE when it is not staged), its deadline's offset in that
-     * band, and the list links. */
+     * (STAGE_NONE when it is not staged, STAGE_FAR on the far vector),
+     * its deadline's offset in that band, and the list links (on the far
+     * vector, snext is its entry's position). */
     uint16_t sband;
     uint16_t soff;
     uint32_t snext, sprev;
@@ -111,11 +223,17 @@ _Static_assert(offsetof(struct rec, due) == 64,
                "what arm and cancel touch fits in the first line");
 #endif
 
+/* A far-staged timer: its record and the low bits of its band. */
+struct far_ent {
+    uint32_t index;
+    uint32_t band;
+};
+
 /* A wheel with its lock and its free records: a chain of up to MAG that
  * arms pop from and frees push onto, and one full chain of MAG in reserve
  * (a magazine allocator, as Bonwick's). */
 struct shard {
-    alignas(64) pthread_mutex_t mu;
+    alignas(64) struct rota__lock mu;
     struct rota_service *svc; /* for the wheel's callback */
     uint32_t hot, hot_n;
     uint32_t spare; /* NIL, or a chain of exactly MAG */
@@ -131,6 +249,16 @@ struct shard {
     uint64_t stage_occ[STAGE_BANDS / 64];
     uint32_t stage_head[STAGE_BANDS];
     uint32_t stage_tail[STAGE_BANDS];
+    /* Far staging (see service.c): entries [0, far_len) of `far`, of
+     * which far_live are not holes (set bits of far_dead); while a scan
+     * runs, [far_wr, far_rd) is garbage. */
+    struct far_ent *far;
+    uint64_t *far_dead; /* far_cap bits, after the entries */
+    uint32_t far_len, far_cap, far_live;
+    uint32_t far_rd, far_wr;
+    bool far_scanning;
+    uint64_t far_from;   /* the first band that goes to the far vector */
+    uint64_t far_target; /* far_from once the running scan ends */
 };
 
 /* Counters of one service thread (the ticker or a worker): one writer. */
@@ -284,6 +412,7 @@ void rota__service_stage_init(struct shard *sh, uint64_t now);
 void rota__service_unstage(struct shard *sh, struct rec *r);
 bool rota__service_stage_pump(struct shard *sh, uint64_t now);
 uint64_t rota__service_stage_next(const struct shard *sh);
+void rota__service_stage_fini(struct shard *sh);
 
 /* service_thread.c */
 void rota__service_on_fire(struct rota_wheel *wheel, struct rota_timer *timer,

@@ -3,6 +3,7 @@
  * the counters.  See the essay at the top of service.c.
  */
 #define _POSIX_C_SOURCE 200809L /* pthreads, sysconf */
+#define _DEFAULT_SOURCE         /* syscall() for the shard lock */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,8 +49,10 @@ static void teardown(struct rota_service *svc, int mutexes, int conds)
         pthread_cond_destroy(cond_of(svc, i));
     for (int i = 0; i < mutexes; i++)
         pthread_mutex_destroy(mutex_of(svc, i));
-    for (unsigned i = 0; i < svc->shards_ready; i++)
-        pthread_mutex_destroy(&svc->shards[i].mu);
+    for (unsigned i = 0; i < svc->shards_ready; i++) {
+        rota__lock_destroy(&svc->shards[i].mu);
+        rota__service_stage_fini(&svc->shards[i]);
+    }
     if (svc->sysclock_used)
         rota__sysclock_fini(&svc->sysclock);
     for (unsigned c = 0; c < CHUNKS; c++)
@@ -175,7 +178,7 @@ int rota_service_create(struct rota_service **out,
         sh->hot = sh->spare = NIL;
         rota_wheel_init(&sh->wheel, now);
         rota__service_stage_init(sh, now);
-        if (pthread_mutex_init(&sh->mu, NULL) != 0) {
+        if (rota__lock_init(&sh->mu) != 0) {
             rc = ROTA_ESYS;
             goto fail;
         }
@@ -249,8 +252,8 @@ int rota_service_stop(struct rota_service *svc, rota_service_handback_fn *fn,
      * either came before (its record, even in a chunk it just added, is
      * below the nrecords read next) or comes after and sees the flag. */
     for (unsigned i = 0; i < svc->nshards; i++) {
-        pthread_mutex_lock(&svc->shards[i].mu);
-        pthread_mutex_unlock(&svc->shards[i].mu);
+        rota__lock(&svc->shards[i].mu);
+        rota__unlock(&svc->shards[i].mu);
     }
     uint64_t handed = 0;
     uint32_t back = NIL, back_last = NIL; /* the handed-back, in order */
@@ -261,7 +264,7 @@ int rota_service_stop(struct rota_service *svc, rota_service_handback_fn *fn,
         if (!(w & F_LIVE))
             continue;
         struct shard *sh = shard_of(svc, r);
-        pthread_mutex_lock(&sh->mu);
+        rota__lock(&sh->mu);
         w = atomic_load_explicit(&r->word, memory_order_acquire);
         bool mine = false;
         while ((w & F_LIVE) &&
@@ -273,7 +276,7 @@ int rota_service_stop(struct rota_service *svc, rota_service_handback_fn *fn,
             rota__service_unstage(sh, r);
         else if (mine && rota_timer_pending(&r->timer))
             rota_timer_cancel(&sh->wheel, &r->timer);
-        pthread_mutex_unlock(&sh->mu);
+        rota__unlock(&sh->mu);
         if (!mine)
             continue;
         r->wnext = NIL;
@@ -394,6 +397,34 @@ static int check_stage(struct rota_service *svc, struct shard *sh, uint32_t n,
     }
     if (count != sh->staged)
         BAD("band lists hold fewer records than counted");
+    /* The far vector: each entry names a live record that points back at
+     * it, with a band at or after far_from; as many as counted. */
+    count = 0;
+    if (sh->far_len > sh->far_cap)
+        BAD("far vector longer than its capacity");
+    for (uint32_t k = 0; k < sh->far_len; k++) {
+        if (sh->far_scanning && k >= sh->far_wr && k < sh->far_rd)
+            continue;
+        if ((sh->far_dead[k / 64] >> (k % 64)) & 1u)
+            continue;
+        uint32_t i = sh->far[k].index;
+        if (i >= n)
+            BAD("far entry runs out of the slab");
+        struct rec *r = rec_at(svc, i);
+        if (r->sband != STAGE_FAR || r->snext != k)
+            BAD("far entry and its record disagree");
+        if (!(atomic_load_explicit(&r->word, memory_order_relaxed) & F_LIVE))
+            BAD("ended timer still on the far vector");
+        uint32_t lag = sh->far[k].band - (uint32_t)sh->far_from;
+        if (!sh->far_scanning && lag >= FAR_BANDS)
+            BAD("far entry outside the far horizon");
+        count++;
+    }
+    if (count != sh->far_live)
+        BAD("far vector holds a different number of records than counted");
+    if (sh->far_from < sh->stage_next ||
+        sh->far_from > sh->stage_next + STAGE_BANDS)
+        BAD("far horizon out of step with the band lists");
     return 0;
 }
 
@@ -406,7 +437,7 @@ int rota__service_check_all(struct rota_service *svc, const char **why)
 
     for (unsigned s = 0; s < svc->nshards && rc == 0; s++) {
         struct shard *sh = &svc->shards[s];
-        pthread_mutex_lock(&sh->mu);
+        rota__lock(&sh->mu);
         rc = rota_wheel_check(&sh->wheel, why);
         if (rc == 0)
             rc = check_chain(svc, sh->hot_n != 0 ? sh->hot : NIL, sh->hot_n, n,
@@ -416,8 +447,8 @@ int rota__service_check_all(struct rota_service *svc, const char **why)
         wheeled += rota_wheel_count(&sh->wheel);
         if (rc == 0)
             rc = check_stage(svc, sh, n, why);
-        wheeled += sh->staged;
-        pthread_mutex_unlock(&sh->mu);
+        wheeled += sh->staged + sh->far_live;
+        rota__unlock(&sh->mu);
     }
     pthread_mutex_lock(&svc->grow_mu);
     uint64_t batches = 0;
@@ -435,11 +466,11 @@ int rota__service_check_all(struct rota_service *svc, const char **why)
     for (uint32_t i = 0; i < n; i++) {
         struct rec *r = rec_at(svc, i);
         struct shard *sh = shard_of(svc, r);
-        pthread_mutex_lock(&sh->mu);
+        rota__lock(&sh->mu);
         uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
         bool staged = r->sband != STAGE_NONE;
         bool filed = rota_timer_pending(&r->timer) || staged;
-        pthread_mutex_unlock(&sh->mu);
+        rota__unlock(&sh->mu);
         if (staged && rota_timer_pending(&r->timer))
             BAD("staged record also filed in the wheel");
         if (r->index != i)

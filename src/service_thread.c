@@ -95,9 +95,9 @@ void rota__service_on_fire(struct rota_wheel *wheel, struct rota_timer *timer,
 static void free_unlocked(struct rota_service *svc, struct rec *r)
 {
     struct shard *sh = shard_of(svc, r);
-    pthread_mutex_lock(&sh->mu);
+    rota__lock(&sh->mu);
     rota__service_free_locked(svc, sh, r, r->index);
-    pthread_mutex_unlock(&sh->mu);
+    rota__unlock(&sh->mu);
 }
 
 /* A runner's turn with a queued record (on a worker, or on the service
@@ -207,15 +207,15 @@ static void fire_shard(struct rota_service *svc, struct shard *sh, uint64_t now)
      * "Staging" in service.c), all of them, a batch per lock hold. */
     bool more_staged;
     do {
-        pthread_mutex_lock(&sh->mu);
+        rota__lock(&sh->mu);
         more_staged = rota__service_stage_pump(sh, now);
-        pthread_mutex_unlock(&sh->mu);
+        rota__unlock(&sh->mu);
     } while (more_staged);
     for (int batch = 0; batch < SHARD_BATCHES; batch++) {
         size_t fired;
-        pthread_mutex_lock(&sh->mu);
+        rota__lock(&sh->mu);
         int more = rota_wheel_advance_max(&sh->wheel, now, FIRE_BATCH, &fired);
-        pthread_mutex_unlock(&sh->mu);
+        rota__unlock(&sh->mu);
         run_dispatch(svc);
         if (more <= 0)
             break;
@@ -243,7 +243,7 @@ static uint64_t next_deadline(struct rota_service *svc)
     for (unsigned i = 0; i < svc->nshards; i++) {
         struct shard *sh = &svc->shards[i];
         uint64_t d;
-        pthread_mutex_lock(&sh->mu);
+        rota__lock(&sh->mu);
         for (;;) {
             d = rota_wheel_next_deadline(&sh->wheel);
             uint64_t move = rota__service_stage_next(sh);
@@ -255,11 +255,11 @@ static uint64_t next_deadline(struct rota_service *svc)
              * until the next deadline (the band's own timers, or earlier
              * ones of the wheel). */
             while (rota__service_stage_pump(sh, move)) {
-                pthread_mutex_unlock(&sh->mu);
-                pthread_mutex_lock(&sh->mu);
+                rota__unlock(&sh->mu);
+                rota__lock(&sh->mu);
             }
         }
-        pthread_mutex_unlock(&sh->mu);
+        rota__unlock(&sh->mu);
         if (d < next)
             next = d;
     }

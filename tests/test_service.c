@@ -12,6 +12,7 @@
  * real clock to show that an idle service does not wake up; they check
  * upper bounds only.
  */
+#define _DEFAULT_SOURCE /* syscall(), for the shard lock of the internals */
 #include "test_service_common.h"
 
 #include "../src/service_internal.h" /* the planted-fault test only */
@@ -1177,17 +1178,33 @@ static void test_check_catches_fault(void)
  * sleeps: an "anchor" timer filed in the wheel before any band's move keeps
  * the thread from moving bands early, so what is staged stays staged. */
 
-/* Whether the timer `h` names waits on a band list. */
-static bool staged(struct fix *f, struct rota_service_handle h)
+/* Whether the timer `h` names is staged: on the far vector if `far`, else
+ * on a band list. */
+static bool staged_as(struct fix *f, struct rota_service_handle h, bool far)
 {
     struct rec *r = rec_at(f->svc, h.index);
     struct shard *sh = shard_of(f->svc, r);
-    pthread_mutex_lock(&sh->mu);
-    bool s =
-        gen_of(atomic_load(&r->word)) == h.generation && r->sband != STAGE_NONE;
-    pthread_mutex_unlock(&sh->mu);
+    rota__lock(&sh->mu);
+    bool s = gen_of(atomic_load(&r->word)) == h.generation &&
+             r->sband != STAGE_NONE && (r->sband == STAGE_FAR) == far;
+    rota__unlock(&sh->mu);
     return s;
 }
+
+/* Whether the timer `h` names waits on a band list. */
+static bool staged(struct fix *f, struct rota_service_handle h)
+{
+    return staged_as(f, h, false);
+}
+
+/* Whether the timer `h` names waits on its shard's far vector. */
+static bool far_staged(struct fix *f, struct rota_service_handle h)
+{
+    return staged_as(f, h, true);
+}
+
+/* Beyond the far horizon (FAR_BANDS bands past far_from): to the wheel. */
+#define BEYOND_FAR (140 * ST_S)
 
 /* Wait until the service thread sleeps until exactly `until`. */
 static void wait_asleep(struct fix *f, uint64_t until)
@@ -1291,11 +1308,12 @@ static void test_staged_touch(void)
                                            ROTA_MISSED_SKIP, probe_fn, &p[6],
                                            &h[6]),
                  0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &p[7], &h[7]), 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, BEYOND_FAR, probe_fn, &p[7], &h[7]),
+                 0);
     wait_asleep(&f, T0 + ST_MS);
     for (int i = 1; i <= 6; i++)
         CHECK(staged(&f, h[i]));
-    CHECK(!staged(&f, h[7])); /* beyond the staged range */
+    CHECK(!staged(&f, h[7]) && !far_staged(&f, h[7])); /* in the wheel */
 
     /* Later, to another band. */
     CHECK_EQ_INT(rota_service_touch_at(f.svc, h[1], T0 + 300 * ST_MS), 0);
@@ -1310,9 +1328,9 @@ static void test_staged_touch(void)
     CHECK_EQ_INT(rota_service_touch_at(f.svc, h[4], T0 + 500 * ST_US), 0);
     CHECK(!staged(&f, h[4]));
     wait_asleep(&f, T0 + 500 * ST_US);
-    /* Later, out of the staged range. */
+    /* Later, beyond the band lists: to the far vector. */
     CHECK_EQ_INT(rota_service_touch_at(f.svc, h[5], T0 + 10 * ST_S + ST_MS), 0);
-    CHECK(!staged(&f, h[5]));
+    CHECK(!staged(&f, h[5]) && far_staged(&f, h[5]));
     /* A staged periodic timer: its period continues from the new one. */
     CHECK_EQ_INT(rota_service_touch_at(f.svc, h[6], T0 + 250 * ST_MS), 0);
     CHECK(staged(&f, h[6]));
@@ -1374,13 +1392,13 @@ static void test_staged_stop(void)
                                                &p[3], &h[3]),
                      0);
         CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &p[4], &h[4]),
-                     0);
+                     0); /* on the far vector */
         CHECK_EQ_INT(
             rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p[5], &h[5]), 0);
         wait_asleep(&f, T0 + ST_MS);
         CHECK(staged(&f, h[1]) && staged(&f, h[2]) && staged(&f, h[3]) &&
               staged(&f, h[5]));
-        CHECK(!staged(&f, h[0]) && !staged(&f, h[4]));
+        CHECK(!staged(&f, h[0]) && far_staged(&f, h[4]));
         CHECK_EQ_INT(rota_service_try_cancel(f.svc, h[5]),
                      ROTA_SERVICE_CANCELLED);
         CHECK_EQ_INT(rota_service_stop(f.svc, handback_fn, &back), 5);
@@ -1414,7 +1432,7 @@ static void test_staged_stop(void)
 
 /* Equal deadlines from one thread fire in arm order whether each timer
  * was staged or not: staged then filed directly (its band moved already),
- * filed directly (beyond the staged range) then staged, and more than a
+ * filed directly (beyond the far horizon) then staged, and more than a
  * batch (STAGE_BATCH) of staged ones in one band. */
 enum { ORDER_N = 700 };
 static int order_seen[ORDER_N + 8];
@@ -1456,15 +1474,15 @@ static void test_staged_equal_deadline_order(void)
     CHECK_EQ_INT(order_seen[2], 2);
     CHECK_EQ_INT(order_seen[3], 3);
 
-    /* F beyond the staged range goes to the wheel; G and H, armed later
+    /* F beyond the far horizon goes to the wheel; G and H, armed later
      * with the same deadline, are staged once it is within range. */
     uint64_t now = T0 + 100 * ST_MS;
-    uint64_t d2 = now + 3 * ST_S;
+    uint64_t d2 = now + BEYOND_FAR + 3 * ST_S;
     struct rota_service_handle hF, hG, hH;
     CHECK_EQ_INT(rota_service_arm_at(f.svc, d2, order_fn, (void *)4, &hF), 0);
-    CHECK(!staged(&f, hF));
-    advance(&f, 1500 * ST_MS);
-    now += 1500 * ST_MS;
+    CHECK(!staged(&f, hF) && !far_staged(&f, hF));
+    advance(&f, BEYOND_FAR + 1500 * ST_MS);
+    now += BEYOND_FAR + 1500 * ST_MS;
     CHECK_EQ_INT(
         rota_service_arm_at(f.svc, now + ST_MS, order_fn, (void *)-2, &ha), 0);
     CHECK_EQ_INT(rota_service_arm_at(f.svc, d2, order_fn, (void *)5, &hG), 0);
@@ -1506,6 +1524,190 @@ static void test_staged_equal_deadline_order(void)
     for (int i = 0; i < ORDER_N; i++)
         bad += order_seen[1 + i] != i;
     CHECK_EQ_INT(bad, 0);
+    fix_fini(&f);
+}
+
+/* The far vector (timers due beyond the band lists, see "Staging" in
+ * service.c): holes left by cancels, growth and compaction of the vector,
+ * touches out of it and within it, scans that move its timers onto the
+ * band lists as the clock nears them; every timer fires exactly at its
+ * deadline, equal deadlines in arm order, and check() agrees throughout. */
+enum { FAR_N = 3 * FAR_MIN_CAP };
+struct far_probe {
+    int id;
+    uint64_t want; /* the deadline it must fire at, exactly then */
+};
+static int far_seq[2 * FAR_N + 8];
+static atomic_int far_n, far_bad;
+
+static void far_fn(struct rota_service *svc,
+                   const struct rota_service_event *ev)
+{
+    const struct far_probe *q = ev->arg;
+    if (ev->deadline_ns != q->want || rota_service_now(svc) != q->want)
+        atomic_fetch_add(&far_bad, 1);
+    int k = atomic_fetch_add(&far_n, 1);
+    if (k < 2 * FAR_N + 8)
+        far_seq[k] = q->id;
+}
+
+static const struct far_probe *far_of(int id, const struct far_probe *a,
+                                      const struct far_probe *b,
+                                      const struct far_probe *anchor)
+{
+    return id < 0 ? anchor : id < FAR_N ? &a[id] : &b[id - FAR_N];
+}
+
+static void test_far_staged(void)
+{
+    static struct far_probe a[FAR_N], b[FAR_N], anchor = {-1, T0 + ST_MS};
+    static struct rota_service_handle ha[FAR_N], hb[FAR_N];
+    struct rota_service_handle h;
+    struct fix f;
+    fix_init(&f, 0);
+    atomic_store(&far_n, 0);
+    atomic_store(&far_bad, 0);
+    uint64_t base = T0 + 5 * ST_S;
+    CHECK_EQ_INT(rota_service_arm_at(f.svc, anchor.want, far_fn, &anchor, &h),
+                 0);
+    for (int k = 0; k < FAR_N; k++) {
+        a[k] = (struct far_probe){k, base + (uint64_t)k * ST_MS};
+        CHECK_EQ_INT(
+            rota_service_arm_at(f.svc, a[k].want, far_fn, &a[k], &ha[k]), 0);
+    }
+    wait_asleep(&f, anchor.want);
+    int bad = 0;
+    for (int k = 0; k < FAR_N; k++)
+        bad += !far_staged(&f, ha[k]);
+    CHECK_EQ_INT(bad, 0);
+    /* Two holes in three, then as many again: the vector, full, closes
+     * its holes up instead of growing. */
+    for (int k = 0; k < FAR_N; k++)
+        if (k % 3 != 0)
+            CHECK_EQ_INT(rota_service_try_cancel(f.svc, ha[k]),
+                         ROTA_SERVICE_CANCELLED);
+    CHECK_EQ_INT(rota_service_check(f.svc, NULL), 0);
+    for (int j = 0; j < FAR_N; j++) {
+        b[j] = (struct far_probe){FAR_N + j, base + 3 * (uint64_t)j * ST_MS};
+        CHECK_EQ_INT(
+            rota_service_arm_at(f.svc, b[j].want, far_fn, &b[j], &hb[j]), 0);
+    }
+    CHECK(far_staged(&f, ha[3]) && far_staged(&f, hb[FAR_N - 1]));
+    CHECK_EQ_INT(rota_service_check(f.svc, NULL), 0);
+    /* Out of the far vector onto a band list, and along it. */
+    a[0].want = T0 + 100 * ST_MS;
+    CHECK_EQ_INT(rota_service_touch_at(f.svc, ha[0], a[0].want), 0);
+    CHECK(staged(&f, ha[0]));
+    a[3].want = T0 + 20 * ST_S;
+    CHECK_EQ_INT(rota_service_touch_at(f.svc, ha[3], a[3].want), 0);
+    CHECK(far_staged(&f, ha[3]));
+    CHECK_EQ_INT(rota_service_check(f.svc, NULL), 0);
+
+    /* Step through every deadline in order: nothing a tick early, all
+     * due at once, the first batch before the second at equal times. */
+    int expect[2 * FAR_N + 8], ne = 0;
+    expect[ne++] = -1;
+    expect[ne++] = 0;
+    for (int j = 0; j < FAR_N; j++) {
+        if (j < FAR_N / 3 && j != 0 && j != 1)
+            expect[ne++] = 3 * j; /* a[3j], armed first */
+        expect[ne++] = FAR_N + j;
+    }
+    expect[ne++] = 3;
+    uint64_t now = T0;
+    int seen = 0;
+    for (int e = 0; e < ne;) {
+        const struct far_probe *q = far_of(expect[e], a, b, &anchor);
+        int at_once = 1;
+        while (e + at_once < ne &&
+               far_of(expect[e + at_once], a, b, &anchor)->want == q->want)
+            at_once++;
+        advance(&f, q->want - ST_US - now);
+        CHECK_EQ_INT(atomic_load(&far_n), seen);
+        advance(&f, ST_US);
+        now = q->want;
+        seen += at_once;
+        CHECK_EQ_INT(atomic_load(&far_n), seen);
+        e += at_once;
+        if (e % 64 < at_once)
+            CHECK_EQ_INT(rota_service_check(f.svc, NULL), 0);
+    }
+    CHECK_EQ_INT(atomic_load(&far_bad), 0);
+    bad = 0;
+    for (int e = 0; e < ne; e++)
+        bad += far_seq[e] != expect[e];
+    CHECK_EQ_INT(bad, 0);
+
+    /* A periodic timer armed onto the far vector keeps its schedule. */
+    struct probe p = {.id = 0};
+    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 10 * ST_S, ST_S,
+                                           ROTA_MISSED_SKIP, probe_fn, &p, &h),
+                 0);
+    CHECK(far_staged(&f, h));
+    advance(&f, 10 * ST_S - ST_US);
+    CHECK_EQ_INT(atomic_load(&p.runs), 0);
+    advance(&f, ST_US);
+    CHECK_EQ_INT(atomic_load(&p.runs), 1);
+    advance(&f, ST_S);
+    CHECK_EQ_INT(atomic_load(&p.runs), 2);
+    CHECK_EQ_U64(p.deadline[1], now + 11 * ST_S);
+    CHECK_EQ_INT(rota_service_cancel_sync(f.svc, h), ROTA_SERVICE_CANCELLED);
+    struct rota_service_stats st = stats_of(&f);
+    CHECK_EQ_U64(st.pending, 0);
+    fix_fini(&f);
+}
+
+/* When the far vector cannot grow, arm still succeeds: a full vector with
+ * holes closes them, one without goes nearer the wheel; every timer still
+ * fires at its deadline. */
+static void test_far_no_memory(void)
+{
+    enum { NB = FAR_MIN_CAP };
+    static struct probe pb[NB];
+    static struct rota_service_handle hb[NB];
+    struct probe anchor = {.id = 0}, pa = {.id = 0}, pc = {.id = 0},
+                 pd = {.id = 0};
+    struct rota_service_handle h, ha, hc, hd;
+    struct fix f;
+    fix_init_cfg(&f, (struct rota_service_config){.initial_capacity = 1024});
+    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &anchor, &h), 0);
+    wait_asleep(&f, T0 + ST_MS);
+    atomic_store(&f.alloc.fail_after, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &pa, &ha), 0);
+    CHECK(!far_staged(&f, ha) && !staged(&f, ha));
+    atomic_store(&f.alloc.fail_after, -1);
+    for (int k = 0; k < NB; k++) {
+        memset(&pb[k], 0, sizeof pb[k]);
+        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S + (uint64_t)k * ST_MS,
+                                      probe_fn, &pb[k], &hb[k]),
+                     0);
+    }
+    CHECK(far_staged(&f, hb[0]) && far_staged(&f, hb[NB - 1]));
+    CHECK_EQ_INT(rota_service_try_cancel(f.svc, hb[0]), ROTA_SERVICE_CANCELLED);
+    atomic_store(&f.alloc.fail_after, 0);
+    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &pc, &hc), 0);
+    CHECK(far_staged(&f, hc)); /* the hole closed up */
+    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &pd, &hd), 0);
+    CHECK(!far_staged(&f, hd) && !staged(&f, hd));
+    atomic_store(&f.alloc.fail_after, -1);
+    CHECK_EQ_INT(rota_service_check(f.svc, NULL), 0);
+    advance(&f, 10 * ST_S - ST_US);
+    CHECK_EQ_INT(atomic_load(&pa.runs) + atomic_load(&pc.runs) +
+                     atomic_load(&pd.runs),
+                 0);
+    advance(&f, ST_US);
+    CHECK_EQ_INT(atomic_load(&pa.runs), 1);
+    CHECK_EQ_INT(atomic_load(&pc.runs), 1);
+    CHECK_EQ_INT(atomic_load(&pd.runs), 1);
+    CHECK_EQ_U64(pd.deadline[0], T0 + 10 * ST_S);
+    CHECK_EQ_U64(pc.deadline[0], T0 + 10 * ST_S);
+    advance(&f, NB * ST_MS);
+    int bad = atomic_load(&pb[0].runs);
+    for (int k = 1; k < NB; k++)
+        bad += atomic_load(&pb[k].runs) != 1 ||
+               pb[k].deadline[0] != T0 + 10 * ST_S + (uint64_t)k * ST_MS;
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_U64(stats_of(&f).pending, 0);
     fix_fini(&f);
 }
 
@@ -1718,6 +1920,8 @@ static const struct h_test tests[] = {
     H_TEST(test_staged_touch),
     H_TEST(test_staged_stop),
     H_TEST(test_staged_equal_deadline_order),
+    H_TEST(test_far_staged),
+    H_TEST(test_far_no_memory),
     H_TEST(test_staged_sleep),
     H_TEST(test_staged_near_max),
     H_TEST(test_staged_pending_cap),

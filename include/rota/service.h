@@ -115,7 +115,8 @@
  *   shard.  Every operation does its wheel work at once, in O(1), and
  *   decides with one compare-and-swap on the timer's state word, so
  *   threads arming and cancelling their own timers never share a lock or a
- *   cache line, and nothing is queued or allocated per operation.  The
+ *   cache line, and nothing is queued per operation (nor allocated, but
+ *   for the amortised growth of a far vector: see MEMORY).  The
  *   service thread takes each shard's lock briefly to fire what is due
  *   (at most 256 timers per hold) and to read its next deadline.  Equal
  *   deadlines fire in arm order among timers armed by one thread.
@@ -131,7 +132,14 @@
  *   its callback returns.  Free records circulate in chains of 64 between
  *   the shards and a common depot (a magazine allocator), so a shard whose
  *   timers other threads cancel does not hoard records; the slab grows
- *   only when the depot is empty.  All memory comes from the allocator in the
+ *   only when the depot is empty.  Timers due more than ~2 s ahead
+ *   (and at most ~134 s) also take an 8-byte entry in their shard's far
+ *   vector, which doubles when full (so arm may allocate, rarely; if it
+ *   cannot, the timer is filed nearer the wheel and arm still succeeds,
+ *   though equal deadlines may then fire out of arm order); a
+ *   cancelled timer's entry is a hole until the service thread's next
+ *   pass over the vector (about once a second) or until holes are half of
+ *   a full vector.  All memory comes from the allocator in the
  *   config (malloc/free when NULL).
  *
  * SHUTDOWN
