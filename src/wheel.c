@@ -48,9 +48,7 @@
  *   of up to a minute (1 ms ticks) is filed at level 0 or 1 and cascades at
  *   most once before it fires; with 6 bits (Linux, wahern) such a timer
  *   cascades twice and a level-0 slot was walked once more.  The price is a
- *   32 KiB wheel instead of 11.5 KiB.  A cascade also walks its list from
- *   both ends at once (refile_batch()), so that two chains of misses
- *   overlap.
+ *   32 KiB wheel instead of 11.5 KiB.
  *
  * THE GUARANTEES AND WHY THEY HOLD
  *   - Never early and exact: a timer reaches the due list only when cur
@@ -300,27 +298,13 @@ static void note_gone_deadline(struct rota_wheel *w, uint64_t deadline)
 
 /* -------------------------------------------------------------- steps */
 
-/*
- * File again every timer of `batch`, a higher-level slot that came due
- * (cur is its start).  The list is walked from its head, in order, as
- * ties need; each step is a cache miss that depends on the one before, so
- * a second cursor walks in from the tail at the same time, only loading
- * nodes: the two chains of misses overlap, and when the cursors meet, the
- * rest of the list is in the cache.  Nothing runs user code here, so every
- * node stays valid.
- */
+/* File again every timer of `batch`, a higher-level slot that came due (cur
+ * is its start), front to back as ties need. */
 static void refile_batch(struct rota_wheel *w, struct rota_link *batch)
 {
-    struct rota_link *warm = batch->prev;
-
     while (!list_empty(batch)) {
-        struct rota_link *first = batch->next;
-        if (warm == first || warm == first->next)
-            warm = batch; /* met: the rest was loaded from the tail */
-        else if (warm != batch)
-            warm = warm->prev;
-        struct rota_timer *t = timer_of(first);
-        list_unlink(first);
+        struct rota_timer *t = timer_of(batch->next);
+        list_unlink(&t->link_);
         file_timer(w, t);
         w->stats_.refiled++;
     }
