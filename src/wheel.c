@@ -48,7 +48,8 @@
  *   of up to a minute (1 ms ticks) is filed at level 0 or 1 and cascades at
  *   most once before it fires; with 6 bits (Linux, wahern) such a timer
  *   cascades twice and a level-0 slot was walked once more.  The price is a
- *   32 KiB wheel instead of 11.5 KiB.
+ *   32 KiB wheel instead of 11.5 KiB.  Before a list is walked it is loaded
+ *   from both ends at once (preload()), which halves the walk's misses.
  *
  * THE GUARANTEES AND WHY THEY HOLD
  *   - Never early and exact: a timer reaches the due list only when cur
@@ -298,10 +299,37 @@ static void note_gone_deadline(struct rota_wheel *w, uint64_t deadline)
 
 /* -------------------------------------------------------------- steps */
 
+/*
+ * Bring a list into the cache before it is walked in order.  Each step of a
+ * walk is a cache miss that depends on the one before, one memory latency
+ * per timer; loading from both ends at once, with nothing else to do, runs
+ * two such chains side by side and halves that, and the walk that follows
+ * (a cascade, or firing, which must go front to back for ties) finds the
+ * timers in the cache.  At most PRELOAD_PAIRS steps from each end, 512 KiB
+ * of timers, so that what is loaded is still cached when the walk gets
+ * there.  Only while no callback can run: every node stays valid.
+ */
+#define PRELOAD_PAIRS 4096
+
+static void preload(const struct rota_link *head)
+{
+    const struct rota_link *front = head->next, *back = head->prev;
+
+    for (unsigned n = 0; n < PRELOAD_PAIRS; n++) {
+        if (front == back || front->next == back)
+            break;
+        front = front->next;
+        back = back->prev;
+        /* The loads are the point: keep the compiler from dropping them. */
+        __asm__ volatile("" : : "r"(front), "r"(back));
+    }
+}
+
 /* File again every timer of `batch`, a higher-level slot that came due (cur
  * is its start), front to back as ties need. */
 static void refile_batch(struct rota_wheel *w, struct rota_link *batch)
 {
+    preload(batch);
     while (!list_empty(batch)) {
         struct rota_timer *t = timer_of(batch->next);
         list_unlink(&t->link_);
@@ -336,6 +364,7 @@ static bool step(struct rota_wheel *w, uint64_t limit)
          * walk.  peek_due() files a touched one again when it reaches the
          * head, against this same cur. */
         list_move_all(&w->due_, head);
+        preload(&w->due_);
         return true;
     }
     struct rota_link batch;
