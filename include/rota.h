@@ -298,8 +298,7 @@ struct rota_wheel {
     uint32_t id_;
     uint8_t in_pass_;
     uint8_t earliest_ok_;
-    uint8_t touched_unchecked_; /* earliest_ may be early (a lower bound) */
-    uint8_t reserved_;
+    uint8_t reserved_[2];
     uint32_t occupied_words_; /* bit i: occupied_[i] != 0 */
     struct rota_stats stats_;
     struct rota_link due_;      /* timers due at cur_, in firing order */
@@ -345,6 +344,8 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
  * Why it is worth having: rota_timer_touch() must read the timer before it
  * may write it, and on a timer that is not in the cache that read holds up
  * the CPU; a store alone does not (at a million timers, about 3x faster).
+ * It writes nothing else, not even the wheel: every extra store waits in
+ * the CPU's store buffer behind the one that misses.
  *
  * What it gives up: the call is not counted in stats.touched, and
  * rota_wheel_next_deadline() may still return the old deadline (earlier
@@ -361,11 +362,8 @@ static inline void rota_timer_touch_unchecked(struct rota_wheel *wheel,
            timer->magic_ == ROTA__TIMER_MAGIC &&
            timer->wheel_id_ == wheel->id_ && deadline >= timer->deadline_ &&
            deadline <= ROTA_MAX_DEADLINE);
+    (void)wheel;
     timer->deadline_ = deadline;
-    /* Stores to a line that stays cached: the cached earliest deadline may
-     * now be early, and the next advance must check it (wheel.c). */
-    wheel->touched_unchecked_ = 1;
-    wheel->next_step_ = 0;
 }
 
 /* Prepare an empty wheel whose time starts at `now`.  0 or ROTA_EINVAL. */
@@ -387,9 +385,11 @@ ROTA_API int rota_wheel_advance_noinline(struct rota_wheel *wheel,
 
 static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
 {
-    /* Nothing is filed to come due before next_step_ (wheel.c). */
+    /* Nothing is filed to come due before next_step_, and a cached earliest
+     * deadline at or before now can only be stale (wheel.c). */
     if (wheel != NULL && !wheel->in_pass_ && now >= wheel->now_ &&
-        now < wheel->next_step_ && wheel->due_.next == &wheel->due_) {
+        now < wheel->next_step_ && wheel->due_.next == &wheel->due_ &&
+        !(wheel->earliest_ok_ && wheel->earliest_ <= now)) {
         wheel->now_ = now;
         wheel->cur_ = now;
         return 0;
@@ -420,7 +420,9 @@ ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
 
 /*
  * The exact earliest deadline of all pending timers, or ROTA_NEVER when none
- * is pending.  Never later than the true earliest deadline.  O(levels) when
+ * is pending.  Never later than the true earliest deadline (and earlier only
+ * after rota_timer_touch_unchecked() moved the earliest timer, until an
+ * advance reaches the old deadline).  O(levels) when
  * the answer is cached or the earliest slot holds one deadline; otherwise one
  * pass over the timers of the earliest occupied slot, whose result is cached
  * until the earliest timer fires, is cancelled or moved.  May re-file touched

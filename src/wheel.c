@@ -449,6 +449,14 @@ static uint64_t take_due(struct rota_wheel *w, struct rota_timer *t)
     return w->now_ - fired;
 }
 
+/* A cached earliest deadline at or before `now` when the idle path would be
+ * taken can only be stale (settle_earliest()): such a call takes the full
+ * path, which forgets it. */
+static inline bool stale_earliest(const struct rota_wheel *w, uint64_t now)
+{
+    return w->earliest_ok_ && w->earliest_ <= now;
+}
+
 /* What begin_pass() found. */
 enum pass_start {
     PASS_RUN,       /* something may be due: run the pass */
@@ -466,7 +474,8 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
         return PASS_BACKWARDS;
     }
     w->now_ = now;
-    if (list_empty(&w->due_) && now < w->next_step_) {
+    if (list_empty(&w->due_) && now < w->next_step_ &&
+        !stale_earliest(w, now)) {
         w->cur_ = now;
         return PASS_IDLE;
     }
@@ -478,19 +487,13 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
  * rota_timer_touch_unchecked() moves deadlines without telling the wheel,
  * so the cached earliest deadline E may be stale: earlier than the truth.
  * It must not stay at or before now, or timeout_ms() would answer 0
- * forever; so a pass that leaves nothing due forgets such an E, and while
- * the cache may be stale next_step_ is kept at or below E, so that the
- * advance that reaches E is not taken by the idle path (the unchecked
- * touch itself sets next_step_ to 0 for the same reason).
+ * forever; so a pass that leaves nothing due forgets such an E, and a call
+ * whose `now` reaches E never takes the idle path.
  */
 static void settle_earliest(struct rota_wheel *w, bool more)
 {
-    if (!w->earliest_ok_)
-        return;
-    if (!more && w->earliest_ <= w->now_)
+    if (!more && w->earliest_ok_ && w->earliest_ <= w->now_)
         w->earliest_ok_ = 0;
-    else if (w->touched_unchecked_ && w->earliest_ < w->next_step_)
-        w->next_step_ = w->earliest_;
 }
 
 /* Timers armed by callbacks with a deadline <= now join the wheel. */
@@ -541,7 +544,8 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
  */
 static inline bool advance_idle(struct rota_wheel *w, uint64_t now)
 {
-    if (now < w->now_ || now >= w->next_step_ || !list_empty(&w->due_))
+    if (now < w->now_ || now >= w->next_step_ || !list_empty(&w->due_) ||
+        stale_earliest(w, now))
         return false;
     w->now_ = now;
     w->cur_ = now;
@@ -723,7 +727,6 @@ uint64_t rota_wheel_next_deadline(struct rota_wheel *w)
     if (!w->earliest_ok_) {
         w->earliest_ = find_earliest(w);
         w->earliest_ok_ = 1;
-        w->touched_unchecked_ = 0; /* exact again */
     }
     return w->earliest_;
 }
@@ -1053,10 +1056,10 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         FAIL("pending count disagrees with the lists");
     if (w->next_step_ > first_start)
         FAIL("next_step is later than the first occupied slot");
-    /* After rota_timer_touch_unchecked() the cache may be early (rota.h). */
-    if (w->earliest_ok_ && w->earliest_ != earliest &&
-        !(w->touched_unchecked_ && w->earliest_ < earliest))
-        FAIL("cached earliest deadline is wrong");
+    /* Early is allowed: after rota_timer_touch_unchecked() the cache may
+     * hold an old deadline (rota.h); later than a pending deadline never. */
+    if (w->earliest_ok_ && w->earliest_ > earliest)
+        FAIL("cached earliest deadline is later than a pending one");
     if (why != NULL)
         *why = NULL;
     return 0;

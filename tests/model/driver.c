@@ -65,6 +65,8 @@ struct drv {
     struct drv_config cfg;
     struct drv_src src;
     struct rota_wheel *w;
+    /* unchecked touches since next_deadline() last matched the model */
+    uint64_t unchecked_touches;
     struct model m;
     struct node **nodes;
 
@@ -536,7 +538,7 @@ static void cb_action(struct drv *d, struct node *self)
     case 11:
         a.kind = A_NEXT;
         a.result = rota_wheel_next_deadline(w);
-        a.may_be_early = w->touched_unchecked_;
+        a.may_be_early = d->unchecked_touches > 0;
         break;
     case 12:
         a.kind = A_COUNT;
@@ -930,9 +932,12 @@ static uint64_t next_deadline_checked(struct drv *d)
 {
     uint64_t got = rota_wheel_next_deadline(d->w);
     uint64_t exp = model_next_deadline(&d->m);
-    /* rota_timer_touch_unchecked() may leave the answer early (rota.h). */
-    bool may_be_early = d->w->touched_unchecked_;
-    if (got != exp && !(may_be_early && got < exp))
+    /* rota_timer_touch_unchecked() may leave the answer early (rota.h),
+     * until the wheel looks again: early only after such a touch since the
+     * last exact answer. */
+    if (got == exp)
+        d->unchecked_touches = 0;
+    else if (!(d->unchecked_touches > 0 && got < exp))
         fail(d,
              "rota_wheel_next_deadline() is %" PRIu64 ", model says %" PRIu64,
              got, exp);
@@ -1023,6 +1028,7 @@ int drv_step(struct drv *d)
             trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
             uint64_t touched = d->m.stats.touched;
             rota_timer_touch_unchecked(w, T(d, id), x);
+            d->unchecked_touches++;
             expect_rc(d, 0, model_touch(&d->m, id, x));
             d->m.stats.touched = touched;
         } else {
@@ -1117,7 +1123,7 @@ int drv_step(struct drv *d)
         snprintf(d->op, sizeof d->op,
                  "timeout_ms(%" PRIu64 ", tick %" PRIu64 ")", at, tick);
         trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        bool may_be_early = w->touched_unchecked_;
+        bool may_be_early = d->unchecked_touches > 0;
         int got = rota_wheel_timeout_ms(w, at, tick);
         int exp = model_timeout_ms(&d->m, at, tick);
         if (!(may_be_early && got >= 0 && (exp < 0 || got <= exp)))
