@@ -79,6 +79,9 @@
  *     the lowest level.  Its earliest deadline is found by one pass over that
  *     slot (touched timers met on the way are filed where they belong) and
  *     cached until a timer with that deadline fires, moves or is cancelled.
+ *     rota_timer_touch_unchecked() moves a deadline without telling the
+ *     wheel, so the cache may then be early, never late: a call that
+ *     reaches it takes the full path and forgets it (settle_earliest()).
  *
  * ALTERNATIVES REJECTED
  *   - One wheel with a rounds counter (Netty, go-zero): every tick visits a
