@@ -207,7 +207,10 @@ static uint64_t slot_end(uint64_t start, unsigned level)
  */
 static void mark_occupied(struct rota_wheel *w, unsigned slot)
 {
-    w->occupied_[slot / 64] |= (uint64_t)1 << (slot % 64);
+    uint64_t bit = (uint64_t)1 << (slot % 64);
+    if (w->occupied_[slot / 64] & bit)
+        return; /* a busy slot, the usual case: no store */
+    w->occupied_[slot / 64] |= bit;
     w->occupied_words_ |= 1u << (slot / 64);
 }
 
