@@ -48,7 +48,7 @@
  *   of up to a minute (1 ms ticks) is filed at level 0 or 1 and cascades at
  *   most once before it fires; with 6 bits (Linux, wahern) such a timer
  *   cascades twice and a level-0 slot was walked once more.  The price is a
- *   32 KiB wheel instead of 11.5 KiB.  Before a list is walked it is loaded
+ *   33 KiB wheel instead of 11.5 KiB.  Before a list is walked it is loaded
  *   from both ends at once (preload()), which halves the walk's misses.
  *
  * THE GUARANTEES AND WHY THEY HOLD
