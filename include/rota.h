@@ -383,17 +383,26 @@ ROTA_API int rota_wheel_init(struct rota_wheel *wheel, uint64_t now);
 ROTA_API int rota_wheel_advance_noinline(struct rota_wheel *wheel,
                                          uint64_t now);
 
+/* Private: the idle path of every advance, here and in wheel.c.  Nothing is
+ * filed to come due before next_step_ (<= ROTA_NEVER, so a `now` below it
+ * is a valid time), and a cached earliest deadline at or before `now` can
+ * only be stale, which the full path forgets (wheel.c, settle_earliest()).
+ * Sets the wheel's time and returns true when nothing can be due. */
+static inline bool rota__advance_idle(struct rota_wheel *wheel, uint64_t now)
+{
+    if (now < wheel->now_ || now >= wheel->next_step_ ||
+        wheel->due_.next != &wheel->due_ ||
+        (wheel->earliest_ok_ && wheel->earliest_ <= now))
+        return false;
+    wheel->now_ = now;
+    wheel->cur_ = now;
+    return true;
+}
+
 static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
 {
-    /* Nothing is filed to come due before next_step_, and a cached earliest
-     * deadline at or before now can only be stale (wheel.c). */
-    if (wheel != NULL && !wheel->in_pass_ && now >= wheel->now_ &&
-        now < wheel->next_step_ && wheel->due_.next == &wheel->due_ &&
-        !(wheel->earliest_ok_ && wheel->earliest_ <= now)) {
-        wheel->now_ = now;
-        wheel->cur_ = now;
+    if (wheel != NULL && !wheel->in_pass_ && rota__advance_idle(wheel, now))
         return 0;
-    }
     return rota_wheel_advance_noinline(wheel, now);
 }
 

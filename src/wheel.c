@@ -455,14 +455,6 @@ static uint64_t take_due(struct rota_wheel *w, struct rota_timer *t)
     return w->now_ - fired;
 }
 
-/* A cached earliest deadline at or before `now` when the idle path would be
- * taken can only be stale (settle_earliest()): such a call takes the full
- * path, which forgets it. */
-static inline bool stale_earliest(const struct rota_wheel *w, uint64_t now)
-{
-    return w->earliest_ok_ && w->earliest_ <= now;
-}
-
 /* What begin_pass() found. */
 enum pass_start {
     PASS_RUN,       /* something may be due: run the pass */
@@ -479,12 +471,9 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
         w->stats_.clock_backwards++;
         return PASS_BACKWARDS;
     }
-    w->now_ = now;
-    if (list_empty(&w->due_) && now < w->next_step_ &&
-        !stale_earliest(w, now)) {
-        w->cur_ = now;
+    if (rota__advance_idle(w, now))
         return PASS_IDLE;
-    }
+    w->now_ = now;
     return PASS_RUN;
 }
 
@@ -540,22 +529,6 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
     for (unsigned slot = 0; slot < SLOT_COUNT; slot++)
         list_init(&w->slot_[slot]);
     return 0;
-}
-
-/*
- * The idle path of advance and expire, kept small enough to inline into
- * them (rota.h repeats it inline for rota_wheel_advance()): most calls of a mostly idle wheel (a loop waking for I/O) end here
- * after two compares and two stores.  next_step_ <= ROTA_NEVER, so a `now`
- * below it is a valid time.
- */
-static inline bool advance_idle(struct rota_wheel *w, uint64_t now)
-{
-    if (now < w->now_ || now >= w->next_step_ || !list_empty(&w->due_) ||
-        stale_earliest(w, now))
-        return false;
-    w->now_ = now;
-    w->cur_ = now;
-    return true;
 }
 
 static int __attribute__((noinline))
@@ -614,7 +587,7 @@ int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
         return ROTA_EINVAL;
     if (w->in_pass_)
         return ROTA_EBUSY;
-    if (!advance_idle(w, now))
+    if (!rota__advance_idle(w, now))
         more = advance_pass(w, now, max_fires, &count);
     if (fired != NULL)
         *fired = count;
@@ -629,7 +602,7 @@ int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
         return ROTA_EINVAL;
     if (w->in_pass_)
         return ROTA_EBUSY;
-    if (advance_idle(w, now))
+    if (rota__advance_idle(w, now))
         return 0;
     advance_pass(w, now, SIZE_MAX, &fired);
     return fired > INT_MAX ? INT_MAX : (int)fired;
