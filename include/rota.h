@@ -383,16 +383,14 @@ ROTA_API int rota_wheel_init(struct rota_wheel *wheel, uint64_t now);
 ROTA_API int rota_wheel_advance_noinline(struct rota_wheel *wheel,
                                          uint64_t now);
 
-/* Private: the idle path of every advance, here and in wheel.c.  Nothing is
- * filed to come due before next_step_ (<= ROTA_NEVER, so a `now` below it
- * is a valid time), and a cached earliest deadline at or before `now` can
- * only be stale, which the full path forgets (wheel.c, settle_earliest()).
- * Sets the wheel's time and returns true when nothing can be due. */
+/* Private: the idle path of every advance, here and in wheel.c.  Nothing
+ * can be due before next_step_: it is at most the first occupied slot's
+ * start, a due timer's deadline and the cached earliest deadline (wheel.c;
+ * <= ROTA_NEVER, so a `now` below it is a valid time).  Sets the wheel's
+ * time and returns true when nothing can be due. */
 static inline bool rota__advance_idle(struct rota_wheel *wheel, uint64_t now)
 {
-    if (now < wheel->now_ || now >= wheel->next_step_ ||
-        wheel->due_.next != &wheel->due_ ||
-        (wheel->earliest_ok_ && wheel->earliest_ <= now))
+    if (now < wheel->now_ || now >= wheel->next_step_)
         return false;
     wheel->now_ = now;
     wheel->cur_ = now;

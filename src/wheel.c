@@ -257,6 +257,8 @@ static void file_timer(struct rota_wheel *w, struct rota_timer *t)
     if (deadline <= w->cur_) {
         list_append(&w->due_, &t->link_);
         t->where_ = WHERE_DUE;
+        if (deadline < w->next_step_) /* so the idle path sees it */
+            w->next_step_ = deadline;
         return;
     }
     unsigned level = level_for(deadline, w->cur_);
@@ -482,13 +484,19 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
  * rota_timer_touch_unchecked() moves deadlines without telling the wheel,
  * so the cached earliest deadline E may be stale: earlier than the truth.
  * It must not stay at or before now, or timeout_ms() would answer 0
- * forever; so a pass that leaves nothing due forgets such an E, and a call
- * whose `now` reaches E never takes the idle path.
+ * forever; so a pass that leaves nothing due forgets such an E, and
+ * next_step_ is kept at or below E, so that the call whose `now` reaches E
+ * does not take the idle path.  (An exact E never needs the second: its
+ * timer is due, or sits in a slot that starts no later than E.)
  */
 static void settle_earliest(struct rota_wheel *w, bool more)
 {
-    if (!more && w->earliest_ok_ && w->earliest_ <= w->now_)
+    if (!w->earliest_ok_)
+        return;
+    if (!more && w->earliest_ <= w->now_)
         w->earliest_ok_ = 0;
+    else if (w->earliest_ < w->next_step_)
+        w->next_step_ = w->earliest_;
 }
 
 /* Timers armed by callbacks with a deadline <= now join the wheel. */
@@ -1035,6 +1043,11 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         FAIL("pending count disagrees with the lists");
     if (w->next_step_ > first_start)
         FAIL("next_step is later than the first occupied slot");
+    /* Outside a pass the idle path relies on these two. */
+    if (!w->in_pass_ && !list_empty(&w->due_) && w->next_step_ > w->cur_)
+        FAIL("next_step is later than a due timer");
+    if (!w->in_pass_ && w->earliest_ok_ && w->next_step_ > w->earliest_)
+        FAIL("next_step is later than the cached earliest deadline");
     /* Early is allowed: after rota_timer_touch_unchecked() the cache may
      * hold an old deadline (rota.h); later than a pending deadline never. */
     if (w->earliest_ok_ && w->earliest_ > earliest)
