@@ -67,7 +67,7 @@
  *     deadline <= now goes to the `deferred` list, joined to the wheel when
  *     the pass ends: it fires in the next call, never in this one.
  *   - Idle cost: `next_step` caches a lower bound of the next slot start; an
- *     advance below it is a few compares and two stores.  Otherwise one step
+ *     advance below it is two compares and two stores.  Otherwise one step
  *     costs two ctz plus the timers it moves.
  *   - Touch: a later deadline is a store into the timer.  The timer stays in
  *     its (now early) slot and is filed again when that slot comes due or
@@ -697,12 +697,7 @@ static uint64_t find_earliest(struct rota_wheel *w)
         list_init(&batch);
         list_move_all(&batch, head);
         mark_empty(w, slot);
-        while (!list_empty(&batch)) {
-            struct rota_timer *t = timer_of(batch.next);
-            list_unlink(&t->link_);
-            file_timer(w, t);
-            w->stats_.refiled++;
-        }
+        refile_batch(w, &batch);
     }
     return best;
 }
