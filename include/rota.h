@@ -172,14 +172,15 @@ struct rota_link {
 struct rota_timer {
     /* private.  What rota_timer_touch() reads and writes comes first, in
      * 16 bytes that never straddle a cache line in an array of timers: a
-     * touch misses the cache at most once. */
+     * touch misses the cache at most once, and arm writes them in one
+     * store. */
     uint64_t deadline_; /* current deadline; may be later than the slot's */
     uint32_t wheel_id_; /* which wheel it is pending on, 0 when idle */
     uint16_t where_;    /* slot index, or a list tag (see wheel.c) */
-    uint8_t policy_;    /* enum rota_missed of a periodic timer */
+    uint8_t policy_;    /* enum rota_missed if periodic; 0xff one-shot */
     uint8_t magic_;     /* set by rota_timer_init(), checked by every call */
     struct rota_link link_;
-    uint64_t period_; /* 0 for a one-shot timer */
+    uint64_t period_; /* of a periodic timer; not read for a one-shot */
     rota_timer_fn *fn_;
 };
 
@@ -294,7 +295,8 @@ struct rota_wheel {
     uint64_t cur_;       /* time the lists are filed against (<= now_) */
     uint64_t next_step_; /* lower bound of the next slot that comes due */
     uint64_t earliest_;  /* exact earliest deadline when earliest_ok_ */
-    uint64_t pending_;
+    uint64_t rearmed_;   /* arms of pending timers: see pending_count() */
+    uint64_t refired_;   /* fires after which a periodic timer stayed */
     uint32_t id_;
     uint8_t in_pass_;
     uint8_t earliest_ok_;
