@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "keyed_bench.h"
+#include "splitmix.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -45,14 +46,6 @@
 static const struct keyed_impl *const impls[] = {&keyed_rota,
                                                  &keyed_hashed_rounds};
 #define NIMPL (sizeof impls / sizeof impls[0])
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
 
 static double now_sec(void)
 {

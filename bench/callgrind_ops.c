@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "splitmix.h"
+
 #define N 100000u
 #define OPS 100000u
 #define START 1000000u
@@ -36,18 +38,10 @@ static struct rota_wheel wheel;
 static struct node *nodes;
 static uint64_t rng = 42;
 
-static uint64_t splitmix(void)
-{
-    uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
 static uint32_t uniform(uint32_t lo, uint32_t hi)
 {
     return lo +
-           (uint32_t)(((splitmix() >> 32) * (uint64_t)(hi - lo + 1)) >> 32);
+           (uint32_t)(((splitmix(&rng) >> 32) * (uint64_t)(hi - lo + 1)) >> 32);
 }
 
 static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)

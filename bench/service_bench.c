@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "service_heap.h"
+#include "splitmix.h"
 
 #ifndef BENCH_COMPILER
 #define BENCH_COMPILER "unknown"
@@ -66,14 +67,6 @@ static void die(const char *what)
 {
     fprintf(stderr, "rota_bench_service: %s\n", what);
     exit(1);
-}
-
-static uint64_t splitmix(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 static int cmp_double(const void *a, const void *b)

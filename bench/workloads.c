@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "driver.h"
+#include "splitmix.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -38,14 +39,6 @@
 #define W5_MAX_PERIOD 1000u
 
 /* ------------------------------------------------------------ randomness */
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
 
 static uint64_t mix(uint64_t x)
 {

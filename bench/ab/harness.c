@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../splitmix.h"
+
 #define AB_SIDE(prefix)                                                        \
     int prefix##ab_setup(uint32_t, const uint32_t *, int);                     \
     double prefix##ab_churn(const uint32_t *, const uint32_t *, uint32_t);     \
@@ -23,14 +25,6 @@ AB_SIDE(b_)
 
 #define MAX_SEGMENTS 1000
 #define STORM_SPAN 60000u
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
 
 static int by_value(const void *x, const void *y)
 {
