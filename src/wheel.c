@@ -916,7 +916,10 @@ int rota_timer_arm(struct rota_wheel *w, struct rota_timer *t,
     deadline = clamp_deadline(w, deadline);
     if (t->wheel_id_ != 0 || w->in_pass_) {
         /* Out of line, so that the common case below needs few registers:
-         * each one saved on entry would be one more store (write_head()). */
+         * each one saved on entry would be one more store (write_head()).
+         * The four lines below are arm_at()'s for an idle timer outside a
+         * pass, written again because sharing them made GCC call
+         * place_timer() here and save a register. */
         arm_at_noinline(w, t, deadline, POLICY_ONESHOT);
         return 0;
     }
