@@ -15,11 +15,12 @@
 
 #include "ab.h"
 
+#define REARM_DELAY 30000u /* W2's timeout; also W1's re-arm on expiry */
+
 static struct rota_wheel wheel;
 static struct rota_timer *timers;
 static uint32_t timer_count;
 static uint64_t now;
-static unsigned rearm_delay = 30000;
 
 static double seconds(void)
 {
@@ -32,12 +33,7 @@ static double seconds(void)
 static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
 {
     (void)late;
-    rota_timer_arm(w, t, rota_wheel_now(w) + rearm_delay);
-}
-
-static void no_rearm(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
-{
-    (void)w, (void)t, (void)late;
+    rota_timer_arm(w, t, rota_wheel_now(w) + REARM_DELAY);
 }
 
 int ab_setup(uint32_t n, const uint32_t *delays, int rearm)
@@ -49,7 +45,7 @@ int ab_setup(uint32_t n, const uint32_t *delays, int rearm)
     now = AB_START_TICK;
     rota_wheel_init(&wheel, now);
     for (uint32_t i = 0; i < n; i++) {
-        rota_timer_init(&timers[i], rearm ? on_fire : no_rearm);
+        rota_timer_init(&timers[i], rearm ? on_fire : NULL);
         if (delays != NULL &&
             rota_timer_arm(&wheel, &timers[i], now + delays[i]) != 0)
             return -1;
@@ -82,9 +78,9 @@ double ab_refresh(const uint32_t *ids, uint32_t ops)
     double t0 = seconds();
     for (uint32_t i = 0, k = 0; i < ops; i++) {
         struct rota_timer *t = &timers[ids[i]];
-        int rc = rota_timer_touch(&wheel, t, now + rearm_delay);
+        int rc = rota_timer_touch(&wheel, t, now + REARM_DELAY);
         if (rc == ROTA_ENOENT) /* it fired: touch-or-arm */
-            rc = rota_timer_arm(&wheel, t, now + rearm_delay);
+            rc = rota_timer_arm(&wheel, t, now + REARM_DELAY);
         if (rc != 0)
             return -1;
         if (++k == per_tick) {
