@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A thin wrapper over CMake for muscle memory: every rule only configures,
 # builds, runs or installs through cmake/ctest.  Build logic belongs in
 # CMakeLists.txt, never here.
@@ -14,6 +15,8 @@
 #   make install        build/ installed into $(PREFIX) (default /usr/local)
 #   make format         clang-format -i every C file
 #   make format-check   fail if any C file is not clang-formatted
+#   make license-check  list files lacking the SPDX licence line
+#                       (sh cmake/check-license.sh --fix adds it)
 #   make clean          remove every build directory
 
 CMAKE ?= cmake
@@ -37,7 +40,8 @@ FORMAT_DIRS := $(wildcard include src tests bench examples fuzz)
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null) \
                $(wildcard *.c *.h)
 
-.PHONY: all build test bench bench-server install format format-check clean
+.PHONY: all build test bench bench-server install format format-check \
+	license-check clean
 
 all: build
 
@@ -82,6 +86,9 @@ format:
 
 format-check:
 	$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES)
+
+license-check:
+	sh cmake/check-license.sh
 
 clean:
 	rm -rf $(BUILD_DIRS)

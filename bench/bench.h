@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench.h - what the driver (main.c, workloads.c, report.c) and the
  * adapters (impl_*.c) share: the operations table every implementation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_keyed.c - workload W6 of shared/BENCH.md: go-zero-style TTL cache
  * timers by key, rota/keyed.h against the in-tree `hashed-rounds` baseline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * callgrind_ops.c - instructions per call of rota_timer_arm,
  * rota_timer_cancel and rota_timer_touch with 1e5 timers pending, for

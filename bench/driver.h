@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * driver.h - the driver's own interfaces: main.c (options, the list of
  * jobs, progress), workloads.c (W1-W5, MEM, FLOOR and the cross-check) and

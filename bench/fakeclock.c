@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fakeclock.c - the simulated clock, as the real peer libraries see it.
  *

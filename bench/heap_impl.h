@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * heap_impl.h - the indexed d-ary heap behind impl_heap2.c (d = 2, as libuv
  * and the JDK) and impl_heap4.c (d = 4, as libev and the Go runtime).

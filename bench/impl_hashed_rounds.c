@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * impl_hashed_rounds.c - `hashed-rounds`: one wheel of 512 slots with a
  * rounds counter per timer, the structure of Netty's HashedWheelTimer and

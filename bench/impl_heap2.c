@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * impl_heap2.c - `heap2`: an indexed binary heap of {deadline, node *}
  * entries, the structure of libuv's and the JDK's timers (written here from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * impl_heap4.c - `heap4`: an indexed 4-ary heap with each entry's four
  * children in one cache line, the structure of libev's timers and the Go

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * impl_libev.c - the real libev (Debian's libev4), ev_timer watchers on a
  * private loop (ev_loop_new(EVBACKEND_EPOLL): no default-loop child

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * impl_libevent.c - the real libevent 2.1 (Debian's libevent-core), timer
  * events (evtimer) on a private event_base.  libevent keeps timeouts in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * impl_libuv.c - the real libuv (Debian's libuv1), uv_timer_t on a private
  * uv_loop_t.  libuv keeps timers in a binary min-heap of pointers to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * impl_rota.c - rota through its public API only (rota.h), linked from the
  * real library (rota_static).

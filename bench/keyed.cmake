@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # W6 (keyed TTL timers): rota/keyed.h against the go-zero-style
 # `hashed-rounds` baseline.  include()d from bench/CMakeLists.txt.
 # Run: build-release/bench/bench_keyed [--quick] [--n 1e6] [--json PATH].

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * keyed_bench.h - the interface W6 (keyed TTL timers) drives: set, move,
  * remove by 8-byte id, and advance a simulated clock.  One adapter per

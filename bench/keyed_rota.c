@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * keyed_rota.c - W6 adapter for rota/keyed.h: keys are the 8 bytes of the
  * id, the clock is the map's own (rota_keyed_advance), set and move take a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * keyed_rounds.c - the `hashed-rounds` keyed baseline for workload W6:
  * go-zero's TimingWheel design (collection/timingwheel.go) written in C.

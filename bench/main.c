@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c - rota_bench: rota against in-tree baselines and the real event
  * loop libraries, on the workloads of shared/BENCH.md.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report.c - what rota_bench prints and writes: the table (one row per
  * workload + metric + N, one column per implementation, each cell with its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # S1 / S2 (issue 4): rota/service.h against a mutex + condvar heap2 timer
 # service (service_heap.c), on the real clock with real threads.
 # include() this from bench/CMakeLists.txt; it links the library target

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_bench.c - rota_bench_service: workloads S1 and S2 of issue 4,
  * rota/service.h against the mutex + condvar heap2 service a user would

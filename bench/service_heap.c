@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_heap.c - the mutex + condvar heap2 timer service (see the header):
  * the obvious design the S1 / S2 benchmark compares rota/service.h with.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_heap.h - the baseline of the S1 / S2 benchmark: the thread-safe
  * timer service a user would write without rota/service.h.

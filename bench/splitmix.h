@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * splitmix.h - the benchmarks' one generator: splitmix64 (Steele, Lea and
  * Flood, 2014), as shared/BENCH.md asks (seed 42 unless --seed).  Every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workloads.c - W1-W5, MEM and FLOOR of shared/BENCH.md, run against any
  * implementation through the operations table of bench.h.

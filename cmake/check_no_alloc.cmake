@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # check_no_alloc.cmake - prove from the object files that the core keeps the
 # promises rota.h makes: it never allocates (MODE=alloc), and it never reads a
 # clock, sleeps or starts a thread (MODE=clock).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test-stages.sh - what `make test` runs: the CTest suite in each of the
 # configurations that catch different bugs, then one summary line.
 #

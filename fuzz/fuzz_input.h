@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_input.h - how fuzz_wheel.c reads its bytes, shared with the corpus
  * generator (gen_corpus.c) so that a generated file replays exactly.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_wheel.c - libFuzzer target: the fuzzer's bytes are the operation
  * stream of the differential test (tests/model/driver.c), run on a real

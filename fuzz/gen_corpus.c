@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gen_corpus.c - write fuzz/corpus/: small inputs for fuzz_wheel.c that
  * replay chosen PRNG streams of the differential test's driver, so the

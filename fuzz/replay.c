@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * replay.c - run fuzz_wheel.c's LLVMFuzzerTestOneInput() over files and
  * directories of inputs, without libFuzzer: the checked-in corpus becomes

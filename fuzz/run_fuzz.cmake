@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # run_fuzz.cmake - one bounded libFuzzer run for CTest:
 #   cmake -DFUZZER=... -DCORPUS=... -DWORK=... -DSECONDS=... -P run_fuzz.cmake
 # The seed corpus is copied to WORK/corpus first, so the fuzzer adds its

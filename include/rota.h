@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rota.h - the core timing wheel: the reference manual.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rota/clock.h: the system clock as wheel ticks.  See the header for why
  * "now" rounds down and deadlines round up. */
 #define _GNU_SOURCE /* CLOCK_MONOTONIC_COARSE */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rota_strerror(): messages come from the same X-macro list as the codes, so
  * a new code cannot be added without its message. */
 #include "rota.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * keyed.c - timers by key: a seeded open-addressing hash table whose slots
  * hold the entries, wheel timers included.

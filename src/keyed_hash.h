@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * keyed_hash.h - the keyed map's two seeded hashes, internal.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loop_common.h - what every event-loop adapter (loop_*.c) shares.  Internal:
  * not installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loop_epoll.c - rota/epoll.h: the epoll_wait() timeout and the timerfd.
  *

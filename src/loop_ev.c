@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loop_ev.c - rota/ev.h: a rota wheel driven by one ev_timer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loop_event.c - rota/event.h: a rota wheel driven by one libevent evtimer.
  *

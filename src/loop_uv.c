@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loop_uv.c - rota/uv.h: a rota wheel driven by one uv_timer_t.
  *

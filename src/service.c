@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service.c - rota/service.h: a thread-safe timer service on the core wheel.
  * This file: the design, and the submission side (shards, slab, arm,

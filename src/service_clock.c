@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_clock.c - the clocks of rota/service.h: the default one
  * (CLOCK_MONOTONIC) and the manual one for tests.

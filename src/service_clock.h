@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_clock.h - internal: the default clock of rota/service.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_internal.h - internal: the structures shared by the files of
  * rota/service.h.  The design essay is at the top of service.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_life.c - rota/service.h: create, stop, destroy, sync, check and
  * the counters.  See the essay at the top of service.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_thread.c - rota/service.h: the service thread and the workers.
  * The service thread fires each shard's due timers under its lock, then

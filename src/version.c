@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rota_version(): the version of the library actually linked, which may
  * differ from the ROTA_VERSION_* macros a program was compiled with when a
  * newer shared library is installed under the same soname.  The string comes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wheel.c - rota's hierarchical timing wheel.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * harness.h - the core tests' check harness, header-only.
  *

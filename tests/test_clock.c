@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_clock.c - rota/clock.h: argument checks, conversions, rounding
  * (now rounds down, deadlines round up) and saturation.  The few tests

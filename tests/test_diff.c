@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_diff.c - the wheel against the reference model (tests/model/) under
  * random operation streams, on a fake clock.

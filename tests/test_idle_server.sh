@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_idle_server.sh - the idle server on loopback, end to end.
 #
 #   test_idle_server.sh SERVER LOADGEN TICK_MS IDLE_MS TIMER [CONNECTIONS]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_idle_server_errors.sh - bad input gets a clear error, and running out
 # of descriptors is survived.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_idle_server_syscalls.sh - a thousand touches per connection per
 # second cost no system call beyond the reads.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_keyed.c - unit tests for rota/keyed.h: every operation, and each
  * bug that keyed timer layers are known for as a named test.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_keyed_alloc.c - out of memory at every allocation of rota/keyed.h.
  *

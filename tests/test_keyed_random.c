@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_keyed_random.c - rota/keyed.h against a flat-array model, on a fake
  * clock, under random operation sequences.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_loop_common.h - the real-loop scenarios every event-loop adapter
  * test runs (test_loop_epoll.c, test_loop_uv.c, test_loop_ev.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_loop_epoll.c - rota/epoll.h: the timeout's rounding as a pure
  * function, the bookkeeping of struct rota_epoll (when it re-arms and when

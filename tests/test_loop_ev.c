@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_loop_ev.c - rota/ev.h on a real libev loop: the shared scenarios of
  * test_loop_common.h, with ev_io watching the descriptors.

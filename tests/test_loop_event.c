@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_loop_event.c - rota/event.h on a real libevent event_base: the shared
  * scenarios of test_loop_common.h, with persistent read events watching the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_loop_uv.c - rota/uv.h on a real libuv loop: the shared scenarios of
  * test_loop_common.h (timers never early, earlier arms from I/O honoured,

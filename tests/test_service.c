@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_service.c - deterministic tests of rota/service.h on the manual
  * clock: every operation, every outcome of try_cancel (a latch holds a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_service_common.h - what the tests of rota/service.h share on top of
  * harness.h: relational checks, a latch, a counting allocator, time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_service_realtime.c - the Cyber RT case on the real clock: 1,000
  * periodic timers every 2 ms for 2 s, with callbacks on the service thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_service_stress.c - rota/service.h under concurrent abuse, on the
  * real clock; meant to run under ThreadSanitizer too.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_wheel.c - unit tests of the core wheel (rota.h) on a fake clock.
  *

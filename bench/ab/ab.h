@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ab.h - what harness.c calls on each side of an A/B run (side.c); ab.sh
  * gives each side's copy a prefix: a_ab_churn, b_ab_churn, ... */
 #ifndef ROTA_AB_H

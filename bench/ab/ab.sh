@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # ab.sh - is build B of rota faster than build A?  Interleaved in one process.
 #
 #   bench/ab/ab.sh [-w churn,refresh,storm] [-n N] [-s SEGMENTS] [-o OPS] A B

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * harness.c - interleaved A/B runs of two builds of rota (see ab.sh).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * side.c - one side of an A/B comparison (ab.sh): the same workload code,
  * compiled once against each build of rota.  ab.sh renames every global

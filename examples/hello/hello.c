@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hello: an idle-connection timer in 20 lines of rota. */
 #include <rota.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench_server.sh - the idle server's figures (a benchmark, not a test).
 #
 #   bench_server.sh SERVER LOADGEN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli.h - option parsing shared by idle-server and idle-loadgen: durations
  * with units, counts, and the clear one-line errors both programs give.

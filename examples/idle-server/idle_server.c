@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idle-server: a multi-threaded epoll TCP echo server that kicks idle
  * connections with rota.

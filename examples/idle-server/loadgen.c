@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idle-loadgen: open many connections to an idle-server on loopback, keep a
  * fraction of them chatty, leave the rest silent, and report how long after

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_ttl_cache.sh - drive the ttl-cache example with redis-cli on loopback
 # and check Redis's TTL semantics on the real clock, with generous slack.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ttl_cache.c - a small in-memory key-value server that speaks a subset of
  * the Redis protocol on loopback, with expiry driven by rota/keyed.h.

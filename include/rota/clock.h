@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rota/clock.h - turn the system's monotonic clock into wheel ticks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rota/epoll.h - drive a rota wheel from an epoll loop (Linux).
  *

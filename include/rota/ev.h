@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rota/ev.h - drive a rota wheel from a libev loop (library rota_ev).
  *

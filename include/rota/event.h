@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rota/event.h - drive a rota wheel from a libevent 2.1 event_base (library
  * rota_event).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rota/keyed.h - timers by key, for TTL caches.
  *

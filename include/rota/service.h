@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rota/service.h - a thread-safe timer service: arm from any thread, fire
  * on the service thread or a worker pool, cancel safely.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rota/uv.h - drive a rota wheel from a libuv loop (library rota_uv).
  *

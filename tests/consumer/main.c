@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program that knows rota only through an install: its headers, librota
  * and either rota.pc or the CMake package.  It checks that a timer fires at
  * its deadline and not before, that the headers and the linked library agree

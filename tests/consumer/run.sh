@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # consumer_install: install the build tree into a scratch prefix, then build
 # and run tests/consumer/main.c against that install twice, the two ways a
 # user would:

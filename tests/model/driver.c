@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * driver.c - a wheel and the model in lockstep; see driver.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * driver.h - one operation stream run on a real wheel and on the model in
  * lockstep, shared by the differential test (tests/test_diff.c, values from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* keyed_model.c - see keyed_model.h. */
 #include "keyed_model.h"
 

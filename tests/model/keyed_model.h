@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * keyed_model.h - a trivially correct model of rota/keyed.h for tests: a
  * flat array of {key, value, deadline} searched linearly.

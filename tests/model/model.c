@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model.c - the reference model of the core wheel; see model.h.  Every
  * question is an O(n) scan of a flat array: slow, and obviously right.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model.h - a trivially correct reference model of the core wheel (rota.h).
  *
