@@ -15,6 +15,8 @@
 #   make install        build/ installed into $(PREFIX) (default /usr/local)
 #   make format         clang-format -i every C file
 #   make format-check   fail if any C file is not clang-formatted
+#   make abi-update     rewrite abi/*.symbols from build/'s shared libraries
+#                       (after a deliberate change of exported symbols)
 #   make license-check  list files lacking the SPDX licence line
 #                       (sh cmake/check-license.sh --fix adds it)
 #   make clean          remove every build directory
@@ -41,7 +43,7 @@ FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.c' -o -name '*.h'
                $(wildcard *.c *.h)
 
 .PHONY: all build test bench bench-server install format format-check \
-	license-check clean
+	license-check abi-update clean
 
 all: build
 
@@ -86,6 +88,9 @@ format:
 
 format-check:
 	$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES)
+
+abi-update: build
+	$(CMAKE) --build build --target abi-update
 
 license-check:
 	sh cmake/check-license.sh
