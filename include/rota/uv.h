@@ -56,6 +56,31 @@
 #ifndef ROTA_UV_H
 #define ROTA_UV_H
 
+/*
+ * STRICT ISO C
+ *   libuv's <uv.h> uses POSIX types (pthread_rwlock_t, ...) that glibc hides
+ *   under -std=c11 unless a feature-test macro asks for them.  So when the
+ *   compiler is in strict mode and nothing has asked yet, this header asks
+ *   for POSIX.1-2008 (_POSIX_C_SOURCE 200809L) before any system header:
+ *   `#include <rota/uv.h>` compiles under -std=c11 on its own, and the rest
+ *   of the file sees POSIX too.  In the compilers' default gnu modes, or
+ *   when the program defines a feature-test macro itself, nothing is
+ *   defined.  Under -std=c11 a system header included before this one has
+ *   already fixed glibc's choice without POSIX, and <uv.h> cannot compile:
+ *   the #error below says so (include rota/uv.h first, or define
+ *   _POSIX_C_SOURCE yourself).
+ */
+#if defined(__STRICT_ANSI__) && !defined(_POSIX_C_SOURCE) &&                   \
+    !defined(_XOPEN_SOURCE) && !defined(_GNU_SOURCE) &&                        \
+    !defined(_DEFAULT_SOURCE)
+#if defined(__GLIBC__)
+#error                                                                         \
+    "rota/uv.h: under strict ISO C, include it before any system header, or define _POSIX_C_SOURCE 200809L first (libuv's uv.h needs POSIX types)"
+#else
+#define _POSIX_C_SOURCE 200809L
+#endif
+#endif
+
 #include <stdint.h>
 
 #include <uv.h>

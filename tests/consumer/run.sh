@@ -1,19 +1,24 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # consumer_install: install the build tree into a scratch prefix, then build
-# and run tests/consumer/main.c against that install twice, the two ways a
-# user would:
-#   1. a CMake project: find_package(rota CONFIG REQUIRED) + rota::rota
-#      (and rota::rota_static when the install has it);
-#   2. a plain compiler line: cc main.c $(pkg-config --cflags --libs rota).
+# and run tests/consumer/main.c, and adapter_<c>.c for each event-loop
+# adapter the build has, against that install, the two ways a user would:
+#   1. a CMake project: find_package(rota CONFIG REQUIRED COMPONENTS uv ...)
+#      + rota::rota and rota::uv, ... (and the _static targets when the
+#      install has them);
+#   2. a plain compiler line: cc main.c $(pkg-config --cflags --libs rota),
+#      cc adapter_uv.c $(pkg-config --cflags --libs rota-uv), ...
 # Only the install is visible to either, so a header missing from install(),
-# a wrong include path in the exported targets or a broken rota.pc fails
-# here instead of on a user's machine.
+# a wrong include path in the exported targets or a broken .pc file fails
+# here instead of on a user's machine.  Then it asks the package for a
+# component it does not have and for one removed from the install, and
+# checks both fail with a message that says why.
 #
 # Usage (CTest passes these): run.sh CMAKE BUILD_DIR CONFIG CC [INSTRUMENTED]
 # INSTRUMENTED, when given, names the sanitizer/fuzzer option of the build:
 # such libraries need their runtime linked into every consumer, so the test
-# exits 77, which CTest reports as skipped.
+# exits 77, which CTest reports as skipped.  ROTA_ADAPTERS in the
+# environment lists the adapter components built ("uv ev event").
 set -eu
 
 cmake=$1
@@ -21,6 +26,7 @@ build=$2
 config=${3-}
 cc=${4:-cc}
 instrumented=${5-}
+adapters=${ROTA_ADAPTERS-}
 here=$(cd "$(dirname "$0")" && pwd)
 
 if [ -n "$instrumented" ]; then
@@ -47,6 +53,7 @@ echo "consumer_install: find_package(rota) build"
     -DCMAKE_C_COMPILER="$cc" \
     -DCMAKE_BUILD_TYPE="${config:-Release}" \
     -DCMAKE_PREFIX_PATH="$prefix" \
+    -DROTA_CONSUMER_COMPONENTS="$(echo $adapters | tr ' ' ';')" \
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$tmp/configure.log" ||
     { cat "$tmp/configure.log"; exit 1; }
 rota_dir=$(sed -n 's/^rota_DIR:[A-Z]*=//p' "$tmp/cmake-build/CMakeCache.txt")
@@ -59,11 +66,15 @@ case $rota_dir in
 esac
 "$cmake" --build "$tmp/cmake-build" ${config:+--config "$config"} >"$tmp/build.log" ||
     { cat "$tmp/build.log"; exit 1; }
-for exe in consumer consumer_static; do
+exes="consumer consumer_static"
+for comp in $adapters; do
+    exes="$exes consumer_$comp consumer_${comp}_static"
+done
+for exe in $exes; do
     # Multi-config generators put the binary in a per-config folder.
     path=$(find "$tmp/cmake-build" -type f -name "$exe" | head -n 1)
     if [ -z "$path" ]; then
-        [ "$exe" = consumer_static ] && continue
+        case $exe in *_static) continue ;; esac
         echo "consumer_install: $exe was not built"
         exit 1
     fi
@@ -92,5 +103,49 @@ flags=$(pkg-config --cflags --libs rota)
     -o "$tmp/consumer_pc"
 libdir=$(pkg-config --variable=libdir rota)
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_pc"
+# Each adapter through its own .pc file (Requires: rota and the loop), its
+# header first with no feature-test macro of the program's own.
+for comp in $adapters; do
+    echo "consumer_install: pkg-config build of rota-$comp"
+    flags=$(pkg-config --cflags --libs "rota-$comp") || {
+        echo "consumer_install: pkg-config cannot resolve rota-$comp"
+        exit 1
+    }
+    # shellcheck disable=SC2086 # $flags must split into words
+    "$cc" -std=c11 -Wall -Wextra -Werror "$here/adapter_$comp.c" $flags \
+        -o "$tmp/consumer_${comp}_pc"
+    LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        "$tmp/consumer_${comp}_pc"
+done
+
+# --- 3. components that cannot be found --------------------------------------
+# find_package must fail with a message naming the problem: an unknown
+# component, and (when the build has adapters) one whose files were removed
+# from the install, as when a packager leaves an adapter out.
+# expect_missing COMPONENT PATTERN
+expect_missing()
+{
+    mkdir -p "$tmp/missing-$1"
+    printf 'cmake_minimum_required(VERSION 3.16)\nproject(m C)\nfind_package(rota CONFIG REQUIRED COMPONENTS %s)\n' \
+        "$1" >"$tmp/missing-$1/CMakeLists.txt"
+    if "$cmake" -S "$tmp/missing-$1" -B "$tmp/missing-$1/build" \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+        >"$tmp/missing-$1.log" 2>&1; then
+        echo "consumer_install: find_package(rota COMPONENTS $1) succeeded"
+        exit 1
+    fi
+    if ! grep -q "$2" "$tmp/missing-$1.log"; then
+        echo "consumer_install: find_package(rota COMPONENTS $1) failed without saying '$2':"
+        cat "$tmp/missing-$1.log"
+        exit 1
+    fi
+    echo "consumer_install: COMPONENTS $1 fails with: $2"
+}
+expect_missing nosuch "rota has no component 'nosuch'"
+for comp in $adapters; do
+    rm -f "$rota_dir/rota-$comp-targets"*.cmake
+    expect_missing "$comp" "the component '$comp' is not in this install"
+    break
+done
 
 echo "consumer_install: ok"

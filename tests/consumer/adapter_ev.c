@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* A program that knows rota's libev adapter only through an install: built
+ * with `pkg-config --cflags --libs rota-ev` under -std=c11 -Werror and with
+ * find_package(rota COMPONENTS ev).  A 2 ms timer must fire once, from
+ * ev_run(), and not before its deadline. */
+#include <rota/ev.h>
+
+#include <stdio.h>
+
+static int fired;
+
+static void on_timer(struct rota_wheel *wheel, struct rota_timer *timer,
+                     uint64_t late)
+{
+    (void)wheel;
+    (void)timer;
+    (void)late;
+    fired++;
+}
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "consumer_ev: %s\n", what);
+    return 1;
+}
+
+int main(void)
+{
+    static struct rota_wheel wheel;
+    static struct rota_ev rw;
+    struct rota_timer timer;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    uint64_t deadline;
+
+    if (loop == NULL)
+        return fail("ev_loop_new failed");
+    if (rota_ev_init(&rw, loop, &wheel, 1000000) != 0)
+        return fail("rota_ev_init failed");
+    rota_timer_init(&timer, on_timer);
+    deadline = rota_ev_deadline_after(&rw, 2000000);
+    if (rota_timer_arm(&wheel, &timer, deadline) != 0)
+        return fail("rota_timer_arm failed");
+    rota_ev_sync(&rw); /* armed outside the loop */
+    ev_run(loop, 0);
+    if (fired != 1)
+        return fail("the timer did not fire once");
+    if (rota_ev_now(&rw) < deadline)
+        return fail("the timer fired early");
+    rota_ev_stop(&rw);
+    ev_loop_destroy(loop);
+    printf("rota %s + libev %d.%d: timer fired once\n", rota_version(),
+           ev_version_major(), ev_version_minor());
+    return 0;
+}
