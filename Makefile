@@ -17,6 +17,8 @@
 #   make format-check   fail if any C file is not clang-formatted
 #   make abi-update     rewrite abi/*.symbols from build/'s shared libraries
 #                       (after a deliberate change of exported symbols)
+#   make single-file    build/single-file/rota.h + rota.c: the core wheel
+#                       and clock helper in two files to vendor
 #   make license-check  list files lacking the SPDX licence line
 #                       (sh cmake/check-license.sh --fix adds it)
 #   make clean          remove every build directory
@@ -43,7 +45,7 @@ FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.c' -o -name '*.h'
                $(wildcard *.c *.h)
 
 .PHONY: all build test bench bench-server install format format-check \
-	license-check abi-update clean
+	license-check abi-update single-file clean
 
 all: build
 
@@ -88,6 +90,11 @@ format:
 
 format-check:
 	$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES)
+
+single-file:
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DROTA_WERROR=$(WERROR)
+	$(CMAKE) --build build --target single-file
+	@echo "make single-file: build/single-file/rota.h and build/single-file/rota.c"
 
 abi-update: build
 	$(CMAKE) --build build --target abi-update
