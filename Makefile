@@ -21,6 +21,7 @@
 #                       and clock helper in two files to vendor
 #   make license-check  list files lacking the SPDX licence line
 #                       (sh cmake/check-license.sh --fix adds it)
+#   make refs-check     list lines that point outside the repository
 #   make clean          remove every build directory
 
 CMAKE ?= cmake
@@ -45,7 +46,7 @@ FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.c' -o -name '*.h'
                $(wildcard *.c *.h)
 
 .PHONY: all build test bench bench-server install format format-check \
-	license-check abi-update single-file clean
+	license-check refs-check abi-update single-file clean
 
 all: build
 
@@ -101,6 +102,9 @@ abi-update: build
 
 license-check:
 	sh cmake/check-license.sh
+
+refs-check:
+	sh cmake/check-self-contained.sh
 
 clean:
 	rm -rf $(BUILD_DIRS)

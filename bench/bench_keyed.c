@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_keyed.c - workload W6 of shared/BENCH.md: go-zero-style TTL cache
+ * bench_keyed.c - workload W6 (docs/BENCH.md): go-zero-style TTL cache
  * timers by key, rota/keyed.h against the in-tree `hashed-rounds` baseline
  * (keyed_rounds.c).
  *

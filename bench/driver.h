@@ -33,7 +33,7 @@ struct config {
 /* How many repetitions a job runs (median reported). */
 int reps_for(const struct config *cfg, enum bench_workload wl, uint32_t n);
 
-/* One measured figure, as in BENCH.md's results array. */
+/* One measured figure, as in the JSON's results array (docs/BENCH.md). */
 struct result {
     const char *impl;
     const char *workload;

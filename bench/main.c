@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * main.c - rota_bench: rota against in-tree baselines and the real event
- * loop libraries, on the workloads of shared/BENCH.md.
+ * loop libraries, on the workloads of docs/BENCH.md.
  *
  *   rota_bench [--quick] [--json PATH] [--only IMPL,IMPL] [--workloads W1,W3]
  *              [--n N[,N...]] [--seed S] [--ops M] [--reps R]
@@ -12,7 +12,7 @@
  * implementation; each builds its structure, measures, and frees it before
  * the next starts, so a 1e7-timer libuv does not share memory with a 1e7
  * heap).  Progress and an estimate of the time left go to stderr; the
- * table, the ratios to rota and a check of issue 6's targets go to stdout;
+ * table, the ratios to rota and a check of rota's goals go to stdout;
  * JSON to --json (default build/bench/results.json); a log-log PNG next to
  * it when gnuplot is installed.
  *

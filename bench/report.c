@@ -2,8 +2,9 @@
 /*
  * report.c - what rota_bench prints and writes: the table (one row per
  * workload + metric + N, one column per implementation, each cell with its
- * ratio to rota), the check of issue 6's targets, the JSON of BENCH.md and
- * the gnuplot PNG.
+ * ratio to rota), the check of rota's goals, the JSON and the gnuplot PNG
+ * (all described in docs/BENCH.md).  The JSON's meta and the plot's title
+ * say what was measured where: the commit, the date and the machine.
  */
 #define _GNU_SOURCE
 #include "driver.h"
@@ -21,6 +22,9 @@
 #endif
 #ifndef BENCH_CFLAGS
 #define BENCH_CFLAGS "unknown"
+#endif
+#ifndef BENCH_SOURCE_DIR
+#define BENCH_SOURCE_DIR "."
 #endif
 
 #define MAX_RESULTS 4096
@@ -258,7 +262,7 @@ void report_targets(FILE *out)
 {
     uint32_t ns[16];
     int nn = collect_ns(ns);
-    fprintf(out, "\nissue 6 targets (ratios of ns; lower is better):\n");
+    fprintf(out, "\ngoals (ratios of ns; lower is better; docs/BENCH.md):\n");
     for (int i = 0; i < nn; i++) {
         uint32_t n = ns[i];
         target(out, "W1", "ns_per_op", n, "heap2", 0.25);
@@ -314,6 +318,23 @@ static void cpu_model(char *buf, size_t size)
     fclose(f);
 }
 
+/* The commit measured: `git describe --always --dirty` in the source tree
+ * the binary was built from ("-dirty": uncommitted changes), or "unknown"
+ * outside a git checkout. */
+static void commit_id(char *buf, size_t size)
+{
+    FILE *p = popen("git -C '" BENCH_SOURCE_DIR "' describe --always --dirty "
+                    "--abbrev=7 2>/dev/null",
+                    "r");
+    snprintf(buf, size, "unknown");
+    if (!p)
+        return;
+    if (fgets(buf, (int)size, p))
+        buf[strcspn(buf, "\n")] = '\0';
+    if (pclose(p) != 0 || !buf[0])
+        snprintf(buf, size, "unknown");
+}
+
 int report_json(const char *path, const struct config *cfg)
 {
     if (mkdir_parents(path) != 0)
@@ -340,6 +361,10 @@ int report_json(const char *path, const struct config *cfg)
     fprintf(f, ",\n    \"seed\": %llu", (unsigned long long)cfg->seed);
     fprintf(f, ",\n    \"date\": ");
     json_string(f, date);
+    char commit[128];
+    commit_id(commit, sizeof commit);
+    fprintf(f, ",\n    \"commit\": ");
+    json_string(f, commit);
     char reps[512];
     snprintf(reps, sizeof reps,
              "median of up to %d repetitions for N <= 1e6 and up to %d at "
@@ -394,7 +419,9 @@ static const struct {
     const char *wl, *metric, *title;
 } panels[] = {
     {"W1", "ns_per_op", "W1 churn: ns per cancel + arm"},
-    {"W2", "ns_per_op", "W2 refresh: ns per re-arm"},
+    {"W2", "ns_per_op",
+     "W2 refresh: ns per re-arm (rota-touch, rota-store, libevent-common: "
+     "other re-arm calls)"},
     {"W3", "ns_per_arm", "W3 storm: ns per arm"},
     {"W3", "ns_per_expiry", "W3 storm: ns per expiry"},
     {"W5", "ns_per_fire", "W5 periodic: ns per fire"},
@@ -447,6 +474,18 @@ void report_plot(const char *json_path)
     }
     uint32_t ns[16];
     int nn = collect_ns(ns);
+    /* What was measured where, in the title: a plot copied into a README
+     * must say which commit, day and machine its figures are from. */
+    char commit[128], cpu[256], day[32], where[512];
+    commit_id(commit, sizeof commit);
+    cpu_model(cpu, sizeof cpu);
+    time_t now = time(NULL);
+    strftime(day, sizeof day, "%Y-%m-%d", gmtime(&now));
+    snprintf(where, sizeof where, "%s, %s, %s (%ld CPUs)", commit, day, cpu,
+             sysconf(_SC_NPROCESSORS_ONLN));
+    for (char *c = where; *c; c++)
+        if (*c == '\'')
+            *c = ' ';
     fprintf(g,
             "set terminal pngcairo size 1500,900 font ',9' noenhanced\n"
             "set output '%s'\n"
@@ -462,12 +501,13 @@ void report_plot(const char *json_path)
             "set linetype 10 lc rgb '#000000' lw 1 pt 3\n"
             "set linetype 11 lc rgb '#e377c2' lw 1 pt 9\n"
             "set linetype 12 lc rgb '#555555' lw 1 pt 11\n"
-            "set multiplot layout 2,3 title 'rota_bench: ns per operation "
-            "vs N (log-log, lower is better)'\n"
+            "set multiplot layout 2,3 title 'rota_bench at %s: ns per "
+            "operation vs N (log-log, lower is better; implementations: "
+            "docs/BENCH.md)'\n"
             "set logscale xy\nset grid\nset key top left font ',8'\n"
             "set xlabel 'N (live timers)'\nset ylabel 'ns'\n"
             "set xrange [500:20000000]\n",
-            png);
+            png, where);
     int block = 0;
     for (size_t p = 0; p < sizeof panels / sizeof panels[0]; p++) {
         const char *series[40];

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# S1 / S2 (issue 4): rota/service.h against a mutex + condvar heap2 timer
+# S1 / S2 (docs/BENCH.md): rota/service.h against a mutex + condvar heap2 timer
 # service (service_heap.c), on the real clock with real threads.
 # include() this from bench/CMakeLists.txt; it links the library target
 # rota_static.  Run: build/bench/rota_bench_service [--quick]; rows go to

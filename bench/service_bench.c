@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * service_bench.c - rota_bench_service: workloads S1 and S2 of issue 4,
+ * service_bench.c - rota_bench_service: workloads S1 and S2 (docs/BENCH.md),
  * rota/service.h against the mutex + condvar heap2 service a user would
  * write (service_heap.c).  Unlike rota_bench these run on the real clock
  * and real threads: they measure the threading design, not the wheel.
@@ -28,7 +28,7 @@
  * loudly if a count is wrong.
  *
  * Output: a table on stdout and JSON rows in the format of
- * shared/BENCH.md ({"impl", "workload", "n", "metric", "value"}) in
+ * docs/BENCH.md ({"impl", "workload", "n", "metric", "value"}) in
  * build/bench/results-service.json (--json PATH).  Workloads are named
  * S1-1p, S1-2p (producers) and S2-0w, S2-2w (workers).
  *
@@ -545,7 +545,7 @@ static void print_table(const struct config *cfg, const char *load0,
         print_s2(cfg);
     double r2 = row_value("rota-service", "S1-2p", "pairs_per_sec") /
                 row_value("mutex-heap2", "S1-2p", "pairs_per_sec");
-    printf("\nissue 4 targets: S1 with 2 producers >= 3x mutex-heap2: %.2fx "
+    printf("\nservice goals: S1 with 2 producers >= 3x mutex-heap2: %.2fx "
            "(%s); S2 p99 < 200 us on an idle machine: %.1f us (0 workers), "
            "%.1f us (2 workers)\n",
            r2, r2 >= 3 ? "met" : "NOT met",

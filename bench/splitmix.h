@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * splitmix.h - the benchmarks' one generator: splitmix64 (Steele, Lea and
- * Flood, 2014), as shared/BENCH.md asks (seed 42 unless --seed).  Every
+ * Flood, 2014), as docs/BENCH.md says (seed 42 unless --seed).  Every
  * benchmark program includes this one copy, so their streams agree.
  */
 #ifndef ROTA_BENCH_SPLITMIX_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * workloads.c - W1-W5, MEM and FLOOR of shared/BENCH.md, run against any
+ * workloads.c - W1-W5, MEM and FLOOR (docs/BENCH.md), run against any
  * implementation through the operations table of bench.h.
  *
  * One op stream per (workload, N), generated here once from splitmix64

@@ -71,7 +71,9 @@
  *   message.  Every misuse the library can detect is reported, never
  *   undefined: NULL pointers, a timer that was never passed to
  *   rota_timer_init() (a marker byte is checked), a timer pending on another
- *   wheel, re-entering the wheel from its own callback.
+ *   wheel, re-entering the wheel from its own callback.  Memory that held an
+ *   initialised timer and is reused without rota_timer_init() still carries
+ *   the marker: it is accepted and keeps its old callback.
  *
  * SIZES (x86-64)
  *   sizeof(struct rota_timer) == 48 bytes; sizeof(struct rota_wheel) is about

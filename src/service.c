@@ -143,7 +143,7 @@
  *     wheel fires only at or after the deadline tick.
  *   - Exactly one end per timer: LIVE is cleared once (see above); fired +
  *     cancelled + handed back == armed.
- *   - P12: cancel_sync clears LIVE (no future start), then waits for
+ *   - sync-cancel (docs/DESIGN.md): cancel_sync clears LIVE (no future start), then waits for
  *     RUNNING to clear; callbacks start only through a CAS that needs LIVE.
  *   - Memory: a cancelled timer's record is unfiled and freed by the
  *     cancel itself (no cancelled timer lingers: netty PR#2561).

@@ -211,7 +211,8 @@ static void test_fires_at_deadline(void)
 }
 
 /* The service thread sleeps exactly until the next deadline; a later
- * submission does not wake it, an earlier one does (bug class 5). */
+ * submission does not wake it, an earlier one does (bug class idle-cpu,
+ * docs/DESIGN.md). */
 static void test_sleeps_until_next_deadline(void)
 {
     struct fix f;
@@ -332,7 +333,8 @@ static void test_try_cancel_not_pending(void)
 }
 
 /* Hold a callback on a latch: try_cancel says RUNNING, cancel_sync waits
- * for it and returns only after the callback has returned (P12). */
+ * for it and returns only after the callback has returned (property
+ * sync-cancel, docs/DESIGN.md). */
 struct syncer {
     struct rota_service *svc;
     struct rota_service_handle h;
@@ -518,7 +520,7 @@ static void test_apollo_race(void)
     st_latch_fini(&latch);
 }
 
-/* Bug class 7: a handle of an ended timer never reaches the timer that
+/* Bug class stale-handle (docs/DESIGN.md): a handle of an ended timer never reaches the timer that
  * reuses its record. */
 static void test_stale_handles(void)
 {
@@ -603,7 +605,7 @@ static void test_touch_periodic(void)
 }
 
 /* Drift-free schedule: deadlines are first + k * period whatever the
- * lateness of each fire (bug class 6). */
+ * lateness of each fire (bug class periodic-drift, docs/DESIGN.md). */
 static void test_periodic_schedule(void)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
@@ -965,7 +967,7 @@ static void test_lifecycle_from_callback(void)
     }
 }
 
-/* P9 and order: equal deadlines fire in arm order; a callback may cancel
+/* callback-safety (docs/DESIGN.md) and order: equal deadlines fire in arm order; a callback may cancel
  * a timer due in the same pass (it does not run) and arm new ones. */
 static void cancel_other(struct rota_service *svc, struct probe *p,
                          const struct rota_service_event *ev)
@@ -1028,7 +1030,7 @@ static void test_zero_delay_rearm(void)
     fix_fini(&f);
 }
 
-/* Bug class 8: huge delays saturate; they never wrap into the past. */
+/* Bug class huge-delay (docs/DESIGN.md): huge delays saturate; they never wrap into the past. */
 static void test_huge_delay(void)
 {
     struct fix f;
@@ -1081,7 +1083,7 @@ static void test_stats(void)
 
 /* The slab grows in chunks past its initial capacity and every record is
  * reused; a cancel frees its record at once, without waking the service
- * thread (bug classes 4 and 5). */
+ * thread (bug classes lingering-cancel and idle-cpu, docs/DESIGN.md). */
 static void test_slab_and_reclaim(void)
 {
     enum { N = 3000 };

@@ -14,7 +14,8 @@
  *     callbacks, and the service's own counters agree;
  *   - no callback ran before its deadline on the real clock (the earliest
  *     deadline the timer was ever given, read before the call), none ran
- *     after a cancel_sync() of its timer returned (P12), none ran
+ *     after a cancel_sync() of its timer returned (sync-cancel in
+ *     docs/DESIGN.md), none ran
  *     concurrently with itself;
  *   - rota_service_check() passes (every record is free again) and, after
  *     destroy, the allocator is back to zero bytes.
@@ -221,7 +222,7 @@ static void *producer_main(void *arg)
         } else if (op < 80) {
             int rc = rota_service_cancel_sync(svc, s->h);
             /* Whatever the result, the callback is not running now and
-             * never will again (P12). */
+             * never will again (sync-cancel, docs/DESIGN.md). */
             if (atomic_load(&s->c->inside) != 0)
                 atomic_fetch_add(&r->after_sync, 1);
             atomic_store(&s->c->synced, 1);

@@ -3,7 +3,7 @@
  * test_wheel.c - unit tests of the core wheel (rota.h) on a fake clock.
  *
  * Every function and every error path of the header, then one named test
- * per recurring bug class of timer libraries (DESIGN-NOTES.md): the target
+ * per recurring bug class of timer libraries (docs/DESIGN.md): the target
  * slot under the hand, delays that are exact multiples of a level's span,
  * level boundaries, delay-0 re-arms from a callback, callbacks that cancel
  * or free timers of the same pass, huge delays and saturation, clocks going
@@ -501,7 +501,7 @@ TEST(arm_periodic_einval)
     CHECK_WHEEL(&wheel);
 }
 
-/* ----------------------------------------- bug class: early / a rotation late */
+/* ----------------------------------- bug classes early-fire, rotation-late */
 
 static uint64_t armed_deadline;
 static uint64_t armed_delay;
@@ -672,7 +672,7 @@ TEST(never_early_tick_by_tick)
     CHECK_WHEEL(&wheel);
 }
 
-/* ------------------------------------------------ bug class: re-entrancy */
+/* ---------------------------------------------------- bug class reentrancy */
 
 static void rearm_zero(struct rota_wheel *w, struct tn *self)
 {
@@ -833,7 +833,7 @@ TEST(callback_frees_own_container)
     CHECK_WHEEL(&wheel);
 }
 
-/* ------------------------------------------- bug class: huge delays (P10) */
+/* --------------------------------------- bug class huge-delay (saturation) */
 
 TEST(huge_delays_saturate)
 {
@@ -902,7 +902,7 @@ TEST(huge_delays_saturate)
     CHECK_WHEEL(&wheel);
 }
 
-/* ------------------------------------------- bug class: clock backwards */
+/* ----------------------------------------------- bug class clock-backwards */
 
 TEST(clock_backwards_counted_fires_nothing)
 {
@@ -1052,7 +1052,7 @@ TEST(wheel_started_near_the_top)
     CHECK_WHEEL(&wheel);
 }
 
-/* ------------------------------------- bug class: lingering cancels (P3) */
+/* ---------------------------------- bug class lingering-cancel (ends-once) */
 
 TEST(cancelled_timers_do_not_linger)
 {
@@ -1089,7 +1089,7 @@ TEST(cancelled_timers_do_not_linger)
     CHECK_WHEEL(&wheel);
 }
 
-/* ------------------------------------------------ periodic timers (P6) */
+/* ------------------------------- periodic timers, bug class periodic-drift */
 
 TEST(periodic_no_drift)
 {

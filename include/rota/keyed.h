@@ -89,7 +89,8 @@
  *                            malloc's 8 bytes, rounded up to 16)
  *   With 8-byte keys the process grows by 151 bytes an entry at 1e6
  *   entries (just past load 3/4 of 2^20 slots) and 120 at 1e7 (measured
- *   with glibc malloc by bench/bench_keyed.c).  A resize holds the old
+ *   with glibc malloc by bench/bench_keyed.c, one size per run; after
+ *   smaller sizes in the same process it reports 188 at 1e6).  A resize holds the old
  *   array and the new one at once (1.8 GB at 1e7 keys).
  *
  * HASHING
