@@ -28,11 +28,11 @@ while getopts w:n:s:o: opt; do
     n) n=$OPTARG ;;
     s) segments=$OPTARG ;;
     o) ops=$OPTARG ;;
-    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+    *) sed -n '3,21p' "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 2 ] || { sed -n '2,20p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '3,21p' "$0" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
