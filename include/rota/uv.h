@@ -36,8 +36,10 @@
  *   else to do does not run its prepare handles.
  *
  * LIFETIME
- *   While the wheel has timers pending the uv timer is active and keeps the
- *   loop alive, as uv_timer_t does; the prepare handle does not.  When the
+ *   While the uv timer is armed it keeps the loop alive, as uv_timer_t
+ *   does; the prepare handle does not.  It is armed for timers armed inside
+ *   the loop and by rota_uv_sync(): timers armed outside the loop with no
+ *   sync afterwards do not keep uv_run() from returning.  When the
  *   last timer is cancelled the uv timer stays armed (cancel never re-arms):
  *   it wakes once more, finds nothing, and stops.  rota_uv_close() closes the
  *   two handles; the struct may be freed when its callback has run.  The
