@@ -80,7 +80,7 @@ uint64_t bench_fakeclock_elided(void);
 double bench_wall(void);
 
 extern const struct bench_impl impl_rota, impl_rota_touch, impl_rota_store,
-    impl_heap2, impl_heap4, impl_hashed_rounds;
+    impl_heap2, impl_heap4, impl_hashed_rounds, impl_wheel_bare;
 #ifdef BENCH_HAVE_LIBUV
 extern const struct bench_impl impl_libuv;
 #endif

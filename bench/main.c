@@ -42,8 +42,8 @@
 #include <sys/stat.h>
 
 static const struct bench_impl *const all_impls[] = {
-    &impl_rota,     &impl_rota_touch,      &impl_rota_store,
-    &impl_heap2,    &impl_heap4,           &impl_hashed_rounds,
+    &impl_rota,     &impl_rota_touch,      &impl_rota_store, &impl_heap2,
+    &impl_heap4,    &impl_hashed_rounds,   &impl_wheel_bare,
 #ifdef BENCH_HAVE_LIBUV
     &impl_libuv,
 #endif
