@@ -176,7 +176,7 @@ struct rota_timer {
      * store. */
     uint64_t deadline_; /* current deadline; may be later than the slot's */
     uint32_t wheel_id_; /* which wheel it is pending on, 0 when idle */
-    uint16_t where_;    /* slot index, or a list tag (see wheel.c) */
+    uint16_t spare_;    /* always 0 */
     uint8_t policy_;    /* enum rota_missed if periodic; 0xff one-shot */
     uint8_t magic_;     /* set by rota_timer_init(), checked by every call */
     struct rota_link link_;
@@ -198,13 +198,22 @@ ROTA_API void rota_timer_init(struct rota_timer *timer, rota_timer_fn *fn);
 /* Arm at an absolute deadline (saturated to ROTA_MAX_DEADLINE, clamped to the
  * wheel's `now`).  Arming a pending timer re-arms it: it moves, and a
  * periodic timer becomes one-shot.  O(1).  0 or ROTA_EINVAL, ROTA_EUNINIT,
- * ROTA_EOTHERWHEEL. */
-ROTA_API int rota_timer_arm(struct rota_wheel *wheel, struct rota_timer *timer,
-                            uint64_t deadline);
+ * ROTA_EOTHERWHEEL.
+ *
+ * Defined inline below: arming an idle timer at a future deadline, the
+ * common case, is filed in the caller without a call; every other case goes
+ * to rota_timer_arm_noinline(), which has the same contract and is the
+ * symbol for bindings that cannot use inline functions.  To move a pending
+ * timer later (an activity timeout), rota_timer_touch() is much cheaper. */
+static inline int rota_timer_arm(struct rota_wheel *wheel,
+                                 struct rota_timer *timer, uint64_t deadline);
+ROTA_API int rota_timer_arm_noinline(struct rota_wheel *wheel,
+                                     struct rota_timer *timer,
+                                     uint64_t deadline);
 
 /* Arm at the wheel's `now` + `delay` (saturating).  As rota_timer_arm(). */
-ROTA_API int rota_timer_arm_in(struct rota_wheel *wheel,
-                               struct rota_timer *timer, uint64_t delay);
+static inline int rota_timer_arm_in(struct rota_wheel *wheel,
+                                    struct rota_timer *timer, uint64_t delay);
 
 /*
  * Arm a periodic timer: first at `first_deadline`, then every `period` ticks
@@ -243,10 +252,13 @@ ROTA_API int rota_timer_touch_noinline(struct rota_wheel *wheel,
  * Cancel.  Returns 1 if the timer was pending, 0 if it was not (idle, fired
  * or already cancelled: a safe no-op), or ROTA_EINVAL, ROTA_EUNINIT,
  * ROTA_EOTHERWHEEL.  Once it returns the wheel holds no reference to the
- * timer.
+ * timer.  O(1).  Inline (the pending case is unlinked in the caller);
+ * rota_timer_cancel_noinline() is the same function out of line.
  */
-ROTA_API int rota_timer_cancel(struct rota_wheel *wheel,
-                               struct rota_timer *timer);
+static inline int rota_timer_cancel(struct rota_wheel *wheel,
+                                    struct rota_timer *timer);
+ROTA_API int rota_timer_cancel_noinline(struct rota_wheel *wheel,
+                                        struct rota_timer *timer);
 
 /*
  * Move a timer to new memory: afterwards `to` is the timer, in the same
@@ -290,21 +302,23 @@ struct rota_stats {
 
 /* The wheel.  Embed or allocate it yourself; all fields are private. */
 struct rota_wheel {
-    /* private */
-    uint64_t now_;       /* latest time the caller gave */
-    uint64_t cur_;       /* time the lists are filed against (<= now_) */
-    uint64_t next_step_; /* lower bound of the next slot that comes due */
-    uint64_t earliest_;  /* exact earliest deadline when earliest_ok_ */
-    uint64_t rearmed_;   /* arms of pending timers: see pending_count() */
-    uint64_t refired_;   /* fires after which a periodic timer stayed */
+    /* private.  The first 64 bytes hold what the inline arm, cancel and
+     * touch read. */
+    uint64_t now_;         /* latest time the caller gave */
+    uint64_t cur_;         /* time the lists are filed against (<= now_) */
+    uint64_t next_step_;   /* lower bound of the next slot that comes due */
+    uint64_t earliest_;    /* exact earliest deadline, 0 when not known */
+    uint64_t cascade_end_; /* end of the slot in cascade_, 0 when none */
     uint32_t id_;
-    uint8_t in_pass_;
-    uint8_t earliest_ok_;
-    uint8_t reserved_[2];
     uint32_t occupied_words_; /* bit i: occupied_[i] != 0 */
+    uint8_t in_pass_;
+    uint8_t reserved_[7];
+    uint64_t rearmed_; /* arms of pending timers: see pending_count() */
+    uint64_t refired_; /* fires after which a periodic timer stayed */
     struct rota_stats stats_;
     struct rota_link due_;      /* timers due at cur_, in firing order */
     struct rota_link deferred_; /* armed during a pass, due at once */
+    struct rota_link cascade_;  /* a slot being filed again, front first */
     /* Slot number level * ROTA_WHEEL_SLOTS + index: its list and its bit. */
     uint64_t occupied_[ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS / 64];
     struct rota_link slot_[ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS];
@@ -313,6 +327,136 @@ struct rota_wheel {
 /* rota_timer_init() writes this into magic_; anything else means "never
  * initialised".  Private. */
 #define ROTA__TIMER_MAGIC 0xa5u
+/* policy_ of a one-shot timer.  Private. */
+#define ROTA__ONESHOT 0xffu
+
+/* Private, for the inline functions: a list the caller just emptied by
+ * unlinking its last timer; clears the slot's occupancy bit if `head` is a
+ * slot's list. */
+ROTA_API void rota__list_emptied(struct rota_wheel *wheel,
+                                 struct rota_link *head);
+
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) &&                            \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ROTA__INLINE_PATHS 1
+/* Private: a timer's deadline and its tags (wheel id, spare 0, policy,
+ * magic) in one 16-byte store (see wheel.c: what an operation costs). */
+static inline void rota__write_head(struct rota_timer *timer, uint64_t deadline,
+                                    uint32_t wheel_id, unsigned policy)
+{
+    typedef uint64_t rota__two_words __attribute__((vector_size(16)));
+    rota__two_words head = {deadline, (uint64_t)wheel_id |
+                                          (uint64_t)policy << 48 |
+                                          (uint64_t)ROTA__TIMER_MAGIC << 56};
+    __builtin_memcpy(timer, &head, sizeof head);
+}
+
+/* Private: the tag word (wheel_id_ | spare_ | policy_ | magic_), read and
+ * written whole.  A store of part of it followed by a load of all of it
+ * cannot be forwarded: the load would wait until the store reaches the
+ * cache, behind cancel's two neighbour stores, which miss. */
+#define ROTA__TAG_ID_MAGIC UINT64_C(0xff000000ffffffff)
+#define ROTA__TAG_MAGIC ((uint64_t)ROTA__TIMER_MAGIC << 56)
+static inline uint64_t rota__tags(const struct rota_timer *timer)
+{
+    uint64_t tags;
+    __builtin_memcpy(&tags, &timer->wheel_id_, sizeof tags);
+    return tags;
+}
+static inline void rota__set_tags(struct rota_timer *timer, uint64_t tags)
+{
+    __builtin_memcpy(&timer->wheel_id_, &tags, sizeof tags);
+}
+
+/* Private: a slot's list goes from empty to not empty: its occupancy bits,
+ * and the bound on the next slot start (an occupied slot already bounds
+ * it, so a busy slot needs neither). */
+static inline void rota__slot_filled(struct rota_wheel *wheel, unsigned slot,
+                                     uint64_t start)
+{
+    wheel->occupied_[slot / 64] |= (uint64_t)1 << (slot % 64);
+    wheel->occupied_words_ |= 1u << (slot / 64);
+    if (start < wheel->next_step_)
+        wheel->next_step_ = start;
+}
+
+/* Private: file an idle timer at a deadline later than the wheel's `now`
+ * and not inside a slot being cascaded (wheel.c's place_timer() for that
+ * case, written here so that rota_timer_arm() needs no call). */
+static inline void rota__arm_fast(struct rota_wheel *wheel,
+                                  struct rota_timer *timer, uint64_t deadline)
+{
+    unsigned level = (63u - (unsigned)__builtin_clzll(deadline ^ wheel->cur_)) /
+                     ROTA_WHEEL_BITS;
+    unsigned shift = level * ROTA_WHEEL_BITS;
+    unsigned slot = level * ROTA_WHEEL_SLOTS +
+                    ((unsigned)(deadline >> shift) & (ROTA_WHEEL_SLOTS - 1));
+    struct rota_link *head = &wheel->slot_[slot], *tail = head->prev;
+
+    if (tail == head)
+        rota__slot_filled(wheel, slot, deadline >> shift << shift);
+    timer->link_.prev = tail;
+    timer->link_.next = head;
+    tail->next = &timer->link_;
+    head->prev = &timer->link_;
+    rota__write_head(timer, deadline, wheel->id_, ROTA__ONESHOT);
+    wheel->stats_.armed++;
+    if (deadline < wheel->earliest_) /* never true while unknown (0) */
+        wheel->earliest_ = deadline;
+}
+#endif
+
+static inline int rota_timer_arm(struct rota_wheel *wheel,
+                                 struct rota_timer *timer, uint64_t deadline)
+{
+#ifdef ROTA__INLINE_PATHS
+    /* An idle timer, a deadline after now (so not due, nothing to clamp)
+     * and outside a slot that a limited advance left half cascaded. */
+    if (wheel != NULL && timer != NULL &&
+        (rota__tags(timer) & ROTA__TAG_ID_MAGIC) == ROTA__TAG_MAGIC &&
+        deadline > wheel->now_ && deadline >= wheel->cascade_end_ &&
+        deadline <= ROTA_MAX_DEADLINE) {
+        rota__arm_fast(wheel, timer, deadline);
+        return 0;
+    }
+#endif
+    return rota_timer_arm_noinline(wheel, timer, deadline);
+}
+
+static inline int rota_timer_arm_in(struct rota_wheel *wheel,
+                                    struct rota_timer *timer, uint64_t delay)
+{
+    if (wheel == NULL)
+        return ROTA_EINVAL;
+    uint64_t now = wheel->now_;
+    uint64_t deadline =
+        delay > ROTA_MAX_DEADLINE - now ? ROTA_MAX_DEADLINE : now + delay;
+    return rota_timer_arm(wheel, timer, deadline);
+}
+
+static inline int rota_timer_cancel(struct rota_wheel *wheel,
+                                    struct rota_timer *timer)
+{
+#ifdef ROTA__INLINE_PATHS
+    /* A timer pending on this wheel (wheel ids are never 0). */
+    uint64_t tags;
+    if (wheel != NULL && timer != NULL &&
+        ((tags = rota__tags(timer)) & ROTA__TAG_ID_MAGIC) ==
+            (wheel->id_ | ROTA__TAG_MAGIC)) {
+        struct rota_link *prev = timer->link_.prev, *next = timer->link_.next;
+        prev->next = next;
+        next->prev = prev;
+        rota__set_tags(timer, tags & ~(uint64_t)UINT32_MAX); /* idle */
+        wheel->stats_.cancelled++;
+        if (timer->deadline_ == wheel->earliest_)
+            wheel->earliest_ = 0; /* the cached earliest may be gone */
+        if (prev == next) /* both are the list's head: it is empty now */
+            rota__list_emptied(wheel, prev);
+        return 1;
+    }
+#endif
+    return rota_timer_cancel_noinline(wheel, timer);
+}
 
 static inline int rota_timer_touch(struct rota_wheel *wheel,
                                    struct rota_timer *timer, uint64_t deadline)
@@ -328,7 +472,7 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
         timer->deadline_ = deadline;
         wheel->stats_.touched++;
         if (old == wheel->earliest_) /* the cached earliest may be gone */
-            wheel->earliest_ok_ = 0;
+            wheel->earliest_ = 0;
         return 0;
     }
     return rota_timer_touch_noinline(wheel, timer, deadline);
