@@ -368,23 +368,19 @@ static inline void rota__set_tags(struct rota_timer *timer, uint64_t tags)
     __builtin_memcpy(&timer->wheel_id_, &tags, sizeof tags);
 }
 
-/* Private: a slot's list goes from empty to not empty: its occupancy bits,
- * and the bound on the next slot start (an occupied slot already bounds
- * it, so a busy slot needs neither). */
-static inline void rota__slot_filled(struct rota_wheel *wheel, unsigned slot,
-                                     uint64_t start)
-{
-    wheel->occupied_[slot / 64] |= (uint64_t)1 << (slot % 64);
-    wheel->occupied_words_ |= 1u << (slot / 64);
-    if (start < wheel->next_step_)
-        wheel->next_step_ = start;
-}
+/* Private: rota__arm_fast() when the slot's list is empty (wheel.c: its
+ * occupancy bits and the bound on the next slot start change too).  Out of
+ * line, and called last, so that the common case saves no registers. */
+ROTA_API int rota__arm_empty_slot(struct rota_wheel *wheel,
+                                  struct rota_timer *timer, uint64_t deadline,
+                                  unsigned slot);
 
 /* Private: file an idle timer at a deadline later than the wheel's `now`
  * and not inside a slot being cascaded (wheel.c's place_timer() for that
- * case, written here so that rota_timer_arm() needs no call). */
-static inline void rota__arm_fast(struct rota_wheel *wheel,
-                                  struct rota_timer *timer, uint64_t deadline)
+ * case, written here so that rota_timer_arm() needs no call).  A busy
+ * slot's occupancy bits and the next-step bound are already right. */
+static inline int rota__arm_fast(struct rota_wheel *wheel,
+                                 struct rota_timer *timer, uint64_t deadline)
 {
     unsigned level = (63u - (unsigned)__builtin_clzll(deadline ^ wheel->cur_)) /
                      ROTA_WHEEL_BITS;
@@ -394,7 +390,7 @@ static inline void rota__arm_fast(struct rota_wheel *wheel,
     struct rota_link *head = &wheel->slot_[slot], *tail = head->prev;
 
     if (tail == head)
-        rota__slot_filled(wheel, slot, deadline >> shift << shift);
+        return rota__arm_empty_slot(wheel, timer, deadline, slot);
     timer->link_.prev = tail;
     timer->link_.next = head;
     tail->next = &timer->link_;
@@ -403,6 +399,7 @@ static inline void rota__arm_fast(struct rota_wheel *wheel,
     wheel->stats_.armed++;
     if (deadline < wheel->earliest_) /* never true while unknown (0) */
         wheel->earliest_ = deadline;
+    return 0;
 }
 #endif
 
@@ -415,10 +412,8 @@ static inline int rota_timer_arm(struct rota_wheel *wheel,
     if (wheel != NULL && timer != NULL &&
         (rota__tags(timer) & ROTA__TAG_ID_MAGIC) == ROTA__TAG_MAGIC &&
         deadline > wheel->now_ && deadline >= wheel->cascade_end_ &&
-        deadline <= ROTA_MAX_DEADLINE) {
-        rota__arm_fast(wheel, timer, deadline);
-        return 0;
-    }
+        deadline <= ROTA_MAX_DEADLINE)
+        return rota__arm_fast(wheel, timer, deadline);
 #endif
     return rota_timer_arm_noinline(wheel, timer, deadline);
 }

@@ -264,17 +264,15 @@ static uint64_t slot_end(uint64_t start, unsigned level)
  * occupied_words_ has a bit per word of it.  So the next slot to come due
  * is the first set bit of the summary, then of that word: two ctz.
  */
-/* A slot's list is about to go from empty to not empty (rota.h). */
+/* A slot's list is about to go from empty to not empty: its occupancy
+ * bits, and the bound on the next slot start (an occupied slot already
+ * bounds it, so a busy slot needs neither). */
 static void slot_filled(struct rota_wheel *w, unsigned slot, uint64_t start)
 {
-#ifdef ROTA__INLINE_PATHS
-    rota__slot_filled(w, slot, start);
-#else
     w->occupied_[slot / 64] |= (uint64_t)1 << (slot % 64);
     w->occupied_words_ |= 1u << (slot / 64);
     if (start < w->next_step_)
         w->next_step_ = start;
-#endif
 }
 
 static void mark_empty(struct rota_wheel *w, unsigned slot)
@@ -991,6 +989,18 @@ static void arm_at(struct rota_wheel *w, struct rota_timer *t,
         list_append(&w->deferred_, &t->link_);
     else
         file_timer(w, t);
+}
+
+int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
+                         uint64_t deadline, unsigned slot)
+{
+    unsigned shift = (slot / ROTA_WHEEL_SLOTS) * ROTA_WHEEL_BITS;
+    slot_filled(w, slot, deadline >> shift << shift);
+    list_append(&w->slot_[slot], &t->link_);
+    write_head(t, deadline, w->id_, POLICY_ONESHOT);
+    w->stats_.armed++;
+    note_new_deadline(w, deadline);
+    return 0;
 }
 
 /* Every case rota_timer_arm() does not file inline: a pending timer, a
