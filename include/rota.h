@@ -516,7 +516,8 @@ ROTA_API int rota_wheel_init(struct rota_wheel *wheel, uint64_t now);
  * CALLBACK CONTEXT).  Returns the number of callbacks run (saturated to
  * INT_MAX), or ROTA_EINVAL, ROTA_EBUSY.  An earlier `now` than before fires
  * nothing and returns 0.  Cost: O(levels) plus O(1) per timer fired or
- * cascaded.  Inline: when nothing can be due yet (the usual wake-up of a
+ * cascaded, with no bound on how many that is (a slot may hold a million
+ * timers): an event loop that must not stall uses rota_wheel_advance_max().  Inline: when nothing can be due yet (the usual wake-up of a
  * loop) it is a few compares and two stores in the caller; every other
  * case calls rota_wheel_advance_noinline(), with the same contract (the
  * symbol for bindings that cannot use inline functions).
@@ -546,10 +547,20 @@ static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
 }
 
 /*
- * As rota_wheel_advance(), but run at most `max_fires` callbacks; the next
- * call (with the same or a later `now`) resumes where this one stopped, in
- * order.  Stores the number run in *fired (if not NULL) and returns 1 if due
- * timers remain, 0 if none do, or a negative error.
+ * As rota_wheel_advance(), but the call does at most `max_fires` units of
+ * work and then stops; the next call (with the same or a later `now`)
+ * resumes where this one stopped, in order, so no due timer is skipped and
+ * none fires early.  A unit is one callback run, or one timer moved between
+ * the wheel's lists: filed again when a higher-level slot comes due (a
+ * cascade) or when a touched timer's old slot or the due list reaches it.
+ * So one call runs at most `max_fires` callbacks, touches at most
+ * `max_fires` timers besides, and costs at most max_fires x (a callback +
+ * a cache miss) + O(levels), however many timers a slot holds.  Stores the
+ * number of callbacks run in *fired (if not NULL).  Returns 1 if it
+ * stopped at the limit with work left (due timers, or timers to file
+ * again: call again soon, before sleeping), 0 if nothing due remains, or a
+ * negative error.  While a cascade is left half done, rota_timer_arm() of a
+ * deadline inside that slot takes the out-of-line path and keeps tie order.
  */
 ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
                                     size_t max_fires, size_t *fired);
@@ -559,9 +570,11 @@ ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
  * timers into out[], in firing order, calling nothing.  Each timer handed
  * back is no longer pending, except a periodic timer, which the wheel has
  * already re-armed (and which may appear more than once under
- * ROTA_MISSED_BURST).  Stores the count in *n (if not NULL); returns 1 if
- * more timers are due (call again: nothing due is ever dropped), 0 if not,
- * or ROTA_EINVAL, ROTA_EBUSY.
+ * ROTA_MISSED_BURST).  `cap` also bounds the call's work as the limit of
+ * rota_wheel_advance_max() does: each timer handed back and each timer
+ * filed again counts one.  Stores the count in *n (if not NULL); returns 1
+ * if it stopped at `cap` with work left (call again: nothing due is ever
+ * dropped), 0 if nothing due remains, or ROTA_EINVAL, ROTA_EBUSY.
  */
 ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
                                struct rota_timer **out, size_t cap, size_t *n);
@@ -572,7 +585,8 @@ ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
  * after rota_timer_touch_unchecked() moved the earliest timer, until an
  * advance reaches the old deadline).  O(levels) when
  * the answer is cached or the earliest slot holds one deadline; otherwise one
- * pass over the timers of the earliest occupied slot, whose result is cached
+ * pass over the timers of the earliest occupied slot (after finishing a
+ * cascade that a limited call left half done), whose result is cached
  * until the earliest timer fires, is cancelled or moved.  May re-file touched
  * timers, hence the non-const wheel.
  */

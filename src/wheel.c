@@ -83,14 +83,49 @@
  *     wheel, so the cache may then be early, never late: a call that
  *     reaches it takes the full path and forgets it (settle_earliest()).
  *
+ * A LIMIT BOUNDS THE WHOLE CALL
+ *   A cascade files a whole slot again, and a slot can hold most of the
+ *   wheel: a million idle connections with a 30 s timeout all sit in the
+ *   one slot beyond the next 65,536-tick boundary, and refiling them takes
+ *   tens of milliseconds.  So advance_max() and expire() count their work
+ *   in units, one per callback (or timer handed out) and one per timer
+ *   filed again, and stop when the caller's limit is spent.  A slot that
+ *   comes due is not refiled at once: its list becomes the cascade list,
+ *   which peek_due() works through front to back, within the budget, after
+ *   the due list and before the next slot; cur stays at the slot's start,
+ *   and next_step at cur, until it is done.  Two rules keep the guarantees
+ *   across calls: the due list is fired before the rest of the cascade (its
+ *   timers are no later, and came earlier in the same list), and a timer
+ *   armed meanwhile with a deadline inside that slot (cascade_end) joins the
+ *   back of the cascade list, so it is filed after the older timers of its
+ *   deadline.  A call that stops says so (returns 1) from what it can see
+ *   in O(1), so "1" may mean only touched timers are left to file.
+ *
  * WHAT AN OPERATION COSTS
- *   At a million timers the timer and its two list neighbours are cache
- *   misses.  What counts is how many ops' misses overlap, and that is
- *   bounded first by stores (then by instructions): the neighbour writes miss,
- *   stores leave the store buffer in order, and once the buffer is full of
- *   stores waiting behind them the next op cannot start.  So arm and cancel
- *   store as little as they can (write_head()): W1 got 20% faster when arm
- *   went from 11 stores to 5 and cancel from 6 to 4.
+ *   At a million timers an arm or cancel is bound by cache misses (the
+ *   timer, and the two list neighbours cancel writes), and how many ops'
+ *   misses overlap is bounded by how much each op executes (the CPU's
+ *   window of instructions in flight) and stores.  Measured against
+ *   wheel-bare (the bench's floor: lists and nothing else) by stripping
+ *   features one at a time, the costs were not where the instruction count
+ *   pointed:
+ *   - a store that could not be forwarded: cancel wrote wheel_id_ (4
+ *     bytes), the next arm read the tag word (8), and a load that needs
+ *     more than a pending store holds waits until that store reaches the
+ *     cache, behind cancel's neighbour stores, which miss.  Twice
+ *     wheel-bare's time; gone since the tag word is read and written whole
+ *     (rota__tags()).
+ *   - reading the occupancy bitmap and next_step on every arm: they change
+ *     only when a slot goes from empty to not empty, which arm sees in the
+ *     tail pointer it loads anyway.
+ *   - saved registers: an inline arm whose rare branch needed more
+ *     registers made every caller push and pop two; that branch is now a
+ *     call made last (rota__arm_empty_slot()).
+ *   What is left on the fast paths: argument and tag checks, the
+ *   statistics counters, the earliest-deadline cache and the emptied-slot
+ *   check, each within the noise on its own.  The common arm and cancel
+ *   are inline in rota.h, and write the timer's first 16 bytes in one
+ *   store (write_head()).
  *
  * ALTERNATIVES REJECTED
  *   - One wheel with a rounds counter (Netty, go-zero): every tick visits a
