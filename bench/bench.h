@@ -38,6 +38,7 @@ enum bench_workload {
     WL_W4,
     WL_W5,
     WL_W6,
+    WL_W7,
     WL_MEM,
     WL_FLOOR,
     WL_COUNT
@@ -58,6 +59,10 @@ struct bench_impl {
     void (*arm_periodic)(void *impl, uint32_t id, uint64_t first,
                          uint64_t period);
     void (*advance)(void *impl, uint64_t now);
+    /* W7 only, optional: advance with a limit on the call's work (the
+     * library's own unit); returns true when work is left, and the loop
+     * calls again at the same `now`.  NULL: advance() fires everything. */
+    bool (*advance_max)(void *impl, uint64_t now, size_t limit);
     /* The library version actually linked, or NULL (in-tree baselines). */
     const char *(*version)(void);
 };
@@ -80,8 +85,8 @@ uint64_t bench_fakeclock_elided(void);
 /* Wall time for measurements: the real CLOCK_MONOTONIC, never faked. */
 double bench_wall(void);
 
-extern const struct bench_impl impl_rota, impl_rota_touch, impl_rota_store,
-    impl_heap2, impl_heap4, impl_hashed_rounds;
+extern const struct bench_impl impl_rota, impl_rota_arm, impl_rota_store,
+    impl_heap2, impl_heap4, impl_hashed_rounds, impl_wheel_bare;
 #ifdef BENCH_HAVE_LIBUV
 extern const struct bench_impl impl_libuv;
 #endif

@@ -18,14 +18,15 @@
 struct config {
     bool quick;
     uint64_t seed;
-    uint32_t w12_ops;  /* W1/W2/FLOOR operations per repetition */
-    uint32_t w4_ticks; /* W4 advance calls per repetition */
-    uint32_t w5_ticks; /* W5 ticks per repetition */
-    uint32_t mem_n;    /* MEM's N */
-    int reps_small;    /* repetitions for N <= 1e6 */
-    int reps_big;      /* repetitions for N = 1e7 (and W5 at 1e6) */
-    double cap_small;  /* seconds: no new repetition after this long */
-    double cap_big;    /* the same at N = 1e7 */
+    uint32_t w12_ops;    /* W1/W2/FLOOR operations per repetition */
+    uint32_t w4_ticks;   /* W4 advance calls per repetition */
+    uint32_t w5_ticks;   /* W5 ticks per repetition */
+    uint32_t w7_seconds; /* W7's simulated seconds */
+    uint32_t mem_n;      /* MEM's N */
+    int reps_small;      /* repetitions for N <= 1e6 */
+    int reps_big;        /* repetitions for N = 1e7 (and W5 at 1e6) */
+    double cap_small;    /* seconds: no new repetition after this long */
+    double cap_big;      /* the same at N = 1e7 */
 };
 
 #define MAX_REPS 15
@@ -45,8 +46,8 @@ struct result {
 /* What a workload hands back to the driver for one implementation. */
 struct wl_out {
     int count; /* figures in value[]/metric[] */
-    double value[2];
-    const char *metric[2];
+    double value[4];
+    const char *metric[4];
     int reps; /* repetitions run (the cap may stop early) */
     /* After each repetition: fires so far, and the order-independent sum
      * over (id, fire tick) of those fires; compared across
@@ -80,7 +81,6 @@ void report_skip(const char *impl, const char *workload, uint32_t n,
                  const char *reason);
 void report_meta(const char *key, const char *json_value);
 void report_table(FILE *out, const char *const *impls, int nimpl);
-void report_targets(FILE *out);
 int report_json(const char *path, const struct config *cfg);
 void report_plot(const char *json_path);
 

@@ -2,9 +2,9 @@
 /*
  * report.c - what rota_bench prints and writes: the table (one row per
  * workload + metric + N, one column per implementation, each cell with its
- * ratio to rota), the check of rota's goals, the JSON and the gnuplot PNG
- * (all described in docs/BENCH.md).  The JSON's meta and the plot's title
- * say what was measured where: the commit, the date and the machine.
+ * ratio to rota), the JSON and the gnuplot PNG (all described in
+ * docs/BENCH.md).  The JSON's meta and the plot's title say what was
+ * measured where: the commit, the date and the machine.
  */
 #define _GNU_SOURCE
 #include "driver.h"
@@ -109,13 +109,17 @@ static const char *skip_reason(const char *impl, const char *workload,
 
 /* ---------------------------------------------------------------- table */
 
-static const char *const wl_order[] = {"W1", "W2",  "W3",   "W4",
-                                       "W5", "MEM", "FLOOR"};
+static const char *const wl_order[] = {"W1", "W2", "W3",  "W4",
+                                       "W5", "W7", "MEM", "FLOOR"};
 static const char *const metric_order[] = {"ns_per_op",
                                            "ns_per_arm",
                                            "ns_per_expiry",
                                            "ns_per_advance",
                                            "ns_per_fire",
+                                           "advance_p50_us",
+                                           "advance_p999_us",
+                                           "advance_max_us",
+                                           "cpu_ms_per_sim_s",
                                            "bytes_per_timer_rss",
                                            "bytes_per_timer_node",
                                            "ns_per_access",
@@ -218,63 +222,6 @@ void report_table(FILE *out, const char *const *impls, int nimpl)
             fprintf(out, "  %-15s %-5s%s: %s\n", skips[i].impl,
                     skips[i].workload, n, skips[i].reason);
         }
-    }
-}
-
-/* -------------------------------------------------------------- targets */
-
-static void target(FILE *out, const char *wl, const char *metric, uint32_t n,
-                   const char *versus, double limit)
-{
-    const struct result *r = find("rota", wl, metric, n);
-    const char *who = "rota";
-    if (!strcmp(wl, "W2")) { /* the best of the rota re-arms */
-        static const char *const variants[] = {"rota-touch", "rota-store"};
-        for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
-            const struct result *t = find(variants[i], wl, metric, n);
-            if (t && (!r || t->value < r->value)) {
-                r = t;
-                who = variants[i];
-            }
-        }
-    }
-    if (!r)
-        return;
-    if (!versus) {
-        fprintf(out, "  %-5s N=%-8u %-22s %-26s %8.2f  <= %-5.4g %s\n", wl, n,
-                metric, who, r->value, limit,
-                r->value <= limit ? "met" : "MISSED");
-        return;
-    }
-    const char *vwl = strcmp(versus, "floor") ? wl : "FLOOR";
-    const char *vmetric = strcmp(versus, "floor") ? metric : "ns_per_access";
-    const struct result *v = find(versus, vwl, vmetric, n);
-    if (!v || v->value <= 0)
-        return;
-    char what[64];
-    snprintf(what, sizeof what, "%s / %s", who, versus);
-    double ratio = r->value / v->value;
-    fprintf(out, "  %-5s N=%-8u %-22s %-26s %8.2f  <= %-5.4g %s\n", wl, n,
-            metric, what, ratio, limit, ratio <= limit ? "met" : "MISSED");
-}
-
-void report_targets(FILE *out)
-{
-    uint32_t ns[16];
-    int nn = collect_ns(ns);
-    fprintf(out, "\ngoals (ratios of ns; lower is better; docs/BENCH.md):\n");
-    for (int i = 0; i < nn; i++) {
-        uint32_t n = ns[i];
-        target(out, "W1", "ns_per_op", n, "heap2", 0.25);
-        target(out, "W1", "ns_per_op", n, "libev", 0.2);
-        target(out, "W2", "ns_per_op", n, "heap2", 0.2);
-        target(out, "W2", "ns_per_op", n, "libev", 0.2);
-        target(out, "W2", "ns_per_op", n, "floor", 1.5);
-        target(out, "W3", "ns_per_expiry", n, "heap2", 0.25);
-        target(out, "W3", "ns_per_arm", n, "heap2", 0.5);
-        target(out, "W4", "ns_per_advance", n, NULL, 5);
-        target(out, "W5", "ns_per_fire", n, "heap2", 0.5);
-        target(out, "MEM", "bytes_per_timer_rss", n, NULL, 48);
     }
 }
 
@@ -420,7 +367,7 @@ static const struct {
 } panels[] = {
     {"W1", "ns_per_op", "W1 churn: ns per cancel + arm"},
     {"W2", "ns_per_op",
-     "W2 refresh: ns per re-arm (rota-touch, rota-store, libevent-common: "
+     "W2 refresh: ns per re-arm (rota-arm, rota-store, libevent-common: "
      "other re-arm calls)"},
     {"W3", "ns_per_arm", "W3 storm: ns per arm"},
     {"W3", "ns_per_expiry", "W3 storm: ns per expiry"},

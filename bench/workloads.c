@@ -38,6 +38,10 @@
 #define W4_MAX_DELAY 3600000u
 #define W5_MIN_PERIOD 10u
 #define W5_MAX_PERIOD 1000u
+#define W7_TICK 100u           /* the loop wakes every 100 ms */
+#define W7_TIMEOUT 30000u      /* idle timeout: 30 s */
+#define W7_LIMIT 1024u         /* work limit per advance call, if any */
+#define W7_SILENT_PER_MILLE 10 /* 1% of connections never speak */
 
 /* ------------------------------------------------------------ randomness */
 
@@ -475,6 +479,87 @@ static void run_mem(const struct bench_impl *impl, struct wl_data *d,
     out->checksum[0] = g.sum;
 }
 
+/*
+ * W7 event-loop tick: one loop thread's N idle connections.  The loop wakes
+ * every W7_TICK ms of simulated time; in between, connections speak at
+ * random (on average once per simulated second each: N/10 refreshes per
+ * tick, each a rearm() to that moment + 30 s, the implementation's own
+ * refresh idiom); 1% of them (ids below N/100) never speak and are kicked
+ * when their 30 s run out, and the kick re-arms them (a new connection on
+ * the same slot).  On waking, the loop advances: once, or with a library
+ * that offers a limit (advance_max), repeatedly at the same time until no
+ * work is left, as a loop that serves I/O between calls would.  Every
+ * advance call is timed alone: p50, p99.9 and the maximum say how long one
+ * call can keep the thread from its connections; cpu_ms_per_sim_s is all
+ * of the loop's work (refreshes and advances) per simulated second.  The
+ * simulated minute crosses a 65,536 ms boundary (49 s in), where a wheel
+ * of 8-bit digits cascades the timers filed beyond it all at once.
+ */
+static void run_w7(const struct config *cfg, const struct bench_impl *impl,
+                   struct wl_data *d, uint64_t seed, struct wl_out *out)
+{
+    uint32_t n = d->n, silent = n / 1000 * W7_SILENT_PER_MILLE;
+    uint32_t per_tick = n / (1000 / W7_TICK) ? n / (1000 / W7_TICK) : 1;
+    uint64_t now = START_TICK;
+    void *h = impl->create(n, now);
+    size_t ncalls = 0, cap = 1024;
+    double *call_us = xmalloc(cap * sizeof *call_us), busy = 0;
+    uint64_t s = stream_seed(cfg, WL_W7, n, 1);
+
+    hook_begin(impl, h, HOOK_W2, seed, now);
+    for (uint32_t i = 0; i < n; i++)
+        impl->arm(h, i, now + uniform(&s, 1, W7_TIMEOUT));
+    out->reps = 0;
+    g.job_start = bench_wall();
+    uint32_t ticks = cfg->w7_seconds * (1000 / W7_TICK);
+    for (uint32_t k = 0; k < ticks; k++) {
+        double t0 = bench_wall();
+        for (uint32_t i = 0; i < per_tick; i++) {
+            uint32_t id = uniform(&s, silent, n - 1);
+            uint64_t at = now + (uint64_t)i * W7_TICK / per_tick;
+            impl->rearm(h, id, at + W7_TIMEOUT);
+        }
+        double t1 = bench_wall();
+        busy += t1 - t0;
+        now += W7_TICK;
+        g.now = now;
+        bool more;
+        do {
+            double a = bench_wall();
+            if (impl->advance_max)
+                more = impl->advance_max(h, now, W7_LIMIT);
+            else {
+                impl->advance(h, now);
+                more = false;
+            }
+            double b = bench_wall();
+            busy += b - a;
+            if (ncalls == cap) {
+                cap *= 2;
+                call_us = realloc(call_us, cap * sizeof *call_us);
+                if (!call_us)
+                    bench_die("W7: out of memory");
+            }
+            call_us[ncalls++] = (b - a) * 1e6;
+        } while (more);
+    }
+    out->fires[0] = g.fires;
+    out->checksum[0] = g.sum;
+    out->reps = 1;
+    qsort(call_us, ncalls, sizeof *call_us, cmp_double);
+    out->count = 4;
+    out->metric[0] = "advance_p50_us";
+    out->value[0] = call_us[(ncalls - 1) / 2];
+    out->metric[1] = "advance_p999_us";
+    out->value[1] = call_us[(size_t)((double)(ncalls - 1) * 0.999)];
+    out->metric[2] = "advance_max_us";
+    out->value[2] = call_us[ncalls - 1];
+    out->metric[3] = "cpu_ms_per_sim_s";
+    out->value[3] = busy * 1e3 / cfg->w7_seconds;
+    free(call_us);
+    impl->destroy(h);
+}
+
 void wl_run(const struct config *cfg, const struct bench_impl *impl,
             enum bench_workload wl, uint32_t n, struct wl_data *d,
             struct wl_out *out)
@@ -497,6 +582,9 @@ void wl_run(const struct config *cfg, const struct bench_impl *impl,
         break;
     case WL_W5:
         run_w5(cfg, impl, d, out);
+        break;
+    case WL_W7:
+        run_w7(cfg, impl, d, seed, out);
         break;
     case WL_MEM:
         run_mem(impl, d, out);

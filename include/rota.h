@@ -179,7 +179,7 @@ struct rota_timer {
      * store. */
     uint64_t deadline_; /* current deadline; may be later than the slot's */
     uint32_t wheel_id_; /* which wheel it is pending on, 0 when idle */
-    uint16_t where_;    /* slot index, or a list tag (see wheel.c) */
+    uint16_t spare_;    /* always 0 */
     uint8_t policy_;    /* enum rota_missed if periodic; 0xff one-shot */
     uint8_t magic_;     /* set by rota_timer_init(), checked by every call */
     struct rota_link link_;
@@ -201,13 +201,22 @@ ROTA_API void rota_timer_init(struct rota_timer *timer, rota_timer_fn *fn);
 /* Arm at an absolute deadline (saturated to ROTA_MAX_DEADLINE, clamped to the
  * wheel's `now`).  Arming a pending timer re-arms it: it moves, and a
  * periodic timer becomes one-shot.  O(1).  0 or ROTA_EINVAL, ROTA_EUNINIT,
- * ROTA_EOTHERWHEEL. */
-ROTA_API int rota_timer_arm(struct rota_wheel *wheel, struct rota_timer *timer,
-                            uint64_t deadline);
+ * ROTA_EOTHERWHEEL.
+ *
+ * Defined inline below: arming an idle timer at a future deadline, the
+ * common case, is filed in the caller without a call; every other case goes
+ * to rota_timer_arm_noinline(), which has the same contract and is the
+ * symbol for bindings that cannot use inline functions.  To move a pending
+ * timer later (an activity timeout), rota_timer_touch() is much cheaper. */
+static inline int rota_timer_arm(struct rota_wheel *wheel,
+                                 struct rota_timer *timer, uint64_t deadline);
+ROTA_API int rota_timer_arm_noinline(struct rota_wheel *wheel,
+                                     struct rota_timer *timer,
+                                     uint64_t deadline);
 
 /* Arm at the wheel's `now` + `delay` (saturating).  As rota_timer_arm(). */
-ROTA_API int rota_timer_arm_in(struct rota_wheel *wheel,
-                               struct rota_timer *timer, uint64_t delay);
+static inline int rota_timer_arm_in(struct rota_wheel *wheel,
+                                    struct rota_timer *timer, uint64_t delay);
 
 /*
  * Arm a periodic timer: first at `first_deadline`, then every `period` ticks
@@ -246,10 +255,13 @@ ROTA_API int rota_timer_touch_noinline(struct rota_wheel *wheel,
  * Cancel.  Returns 1 if the timer was pending, 0 if it was not (idle, fired
  * or already cancelled: a safe no-op), or ROTA_EINVAL, ROTA_EUNINIT,
  * ROTA_EOTHERWHEEL.  Once it returns the wheel holds no reference to the
- * timer.
+ * timer.  O(1).  Inline (the pending case is unlinked in the caller);
+ * rota_timer_cancel_noinline() is the same function out of line.
  */
-ROTA_API int rota_timer_cancel(struct rota_wheel *wheel,
-                               struct rota_timer *timer);
+static inline int rota_timer_cancel(struct rota_wheel *wheel,
+                                    struct rota_timer *timer);
+ROTA_API int rota_timer_cancel_noinline(struct rota_wheel *wheel,
+                                        struct rota_timer *timer);
 
 /*
  * Move a timer to new memory: afterwards `to` is the timer, in the same
@@ -293,21 +305,23 @@ struct rota_stats {
 
 /* The wheel.  Embed or allocate it yourself; all fields are private. */
 struct rota_wheel {
-    /* private */
-    uint64_t now_;       /* latest time the caller gave */
-    uint64_t cur_;       /* time the lists are filed against (<= now_) */
-    uint64_t next_step_; /* lower bound of the next slot that comes due */
-    uint64_t earliest_;  /* exact earliest deadline when earliest_ok_ */
-    uint64_t rearmed_;   /* arms of pending timers: see pending_count() */
-    uint64_t refired_;   /* fires after which a periodic timer stayed */
+    /* private.  The first 64 bytes hold what the inline arm, cancel and
+     * touch read. */
+    uint64_t now_;         /* latest time the caller gave */
+    uint64_t cur_;         /* time the lists are filed against (<= now_) */
+    uint64_t next_step_;   /* lower bound of the next slot that comes due */
+    uint64_t earliest_;    /* exact earliest deadline, 0 when not known */
+    uint64_t cascade_end_; /* end of the slot in cascade_, 0 when none */
     uint32_t id_;
-    uint8_t in_pass_;
-    uint8_t earliest_ok_;
-    uint8_t reserved_[2];
     uint32_t occupied_words_; /* bit i: occupied_[i] != 0 */
+    uint8_t in_pass_;
+    uint8_t reserved_[7];
+    uint64_t rearmed_; /* arms of pending timers: see pending_count() */
+    uint64_t refired_; /* fires after which a periodic timer stayed */
     struct rota_stats stats_;
     struct rota_link due_;      /* timers due at cur_, in firing order */
     struct rota_link deferred_; /* armed during a pass, due at once */
+    struct rota_link cascade_;  /* a slot being filed again, front first */
     /* Slot number level * ROTA_WHEEL_SLOTS + index: its list and its bit. */
     uint64_t occupied_[ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS / 64];
     struct rota_link slot_[ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS];
@@ -316,6 +330,131 @@ struct rota_wheel {
 /* rota_timer_init() writes this into magic_; anything else means "never
  * initialised".  Private. */
 #define ROTA__TIMER_MAGIC 0xa5u
+/* policy_ of a one-shot timer.  Private. */
+#define ROTA__ONESHOT 0xffu
+
+/* Private, for the inline functions: a list the caller just emptied by
+ * unlinking its last timer; clears the slot's occupancy bit if `head` is a
+ * slot's list. */
+ROTA_API void rota__list_emptied(struct rota_wheel *wheel,
+                                 struct rota_link *head);
+
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) &&                            \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ROTA__INLINE_PATHS 1
+/* Private: a timer's deadline and its tags (wheel id, spare 0, policy,
+ * magic) in one 16-byte store (see wheel.c: what an operation costs). */
+static inline void rota__write_head(struct rota_timer *timer, uint64_t deadline,
+                                    uint32_t wheel_id, unsigned policy)
+{
+    typedef uint64_t rota__two_words __attribute__((vector_size(16)));
+    rota__two_words head = {deadline, (uint64_t)wheel_id |
+                                          (uint64_t)policy << 48 |
+                                          (uint64_t)ROTA__TIMER_MAGIC << 56};
+    __builtin_memcpy(timer, &head, sizeof head);
+}
+
+/* Private: the tag word (wheel_id_ | spare_ | policy_ | magic_), read and
+ * written whole.  A store of part of it followed by a load of all of it
+ * cannot be forwarded: the load would wait until the store reaches the
+ * cache, behind cancel's two neighbour stores, which miss. */
+#define ROTA__TAG_ID_MAGIC UINT64_C(0xff000000ffffffff)
+#define ROTA__TAG_MAGIC ((uint64_t)ROTA__TIMER_MAGIC << 56)
+static inline uint64_t rota__tags(const struct rota_timer *timer)
+{
+    uint64_t tags;
+    __builtin_memcpy(&tags, &timer->wheel_id_, sizeof tags);
+    return tags;
+}
+static inline void rota__set_tags(struct rota_timer *timer, uint64_t tags)
+{
+    __builtin_memcpy(&timer->wheel_id_, &tags, sizeof tags);
+}
+
+/* Private: rota__arm_fast() when the slot's list is empty (wheel.c: its
+ * occupancy bits and the bound on the next slot start change too).  Out of
+ * line, and called last, so that the common case saves no registers. */
+ROTA_API int rota__arm_empty_slot(struct rota_wheel *wheel,
+                                  struct rota_timer *timer, uint64_t deadline,
+                                  unsigned slot);
+
+/* Private: file an idle timer at a deadline later than the wheel's `now`
+ * and not inside a slot being cascaded (wheel.c's place_timer() for that
+ * case, written here so that rota_timer_arm() needs no call).  A busy
+ * slot's occupancy bits and the next-step bound are already right. */
+static inline int rota__arm_fast(struct rota_wheel *wheel,
+                                 struct rota_timer *timer, uint64_t deadline)
+{
+    unsigned level = (63u - (unsigned)__builtin_clzll(deadline ^ wheel->cur_)) /
+                     ROTA_WHEEL_BITS;
+    unsigned shift = level * ROTA_WHEEL_BITS;
+    unsigned slot = level * ROTA_WHEEL_SLOTS +
+                    ((unsigned)(deadline >> shift) & (ROTA_WHEEL_SLOTS - 1));
+    struct rota_link *head = &wheel->slot_[slot], *tail = head->prev;
+
+    if (tail == head)
+        return rota__arm_empty_slot(wheel, timer, deadline, slot);
+    timer->link_.prev = tail;
+    timer->link_.next = head;
+    tail->next = &timer->link_;
+    head->prev = &timer->link_;
+    rota__write_head(timer, deadline, wheel->id_, ROTA__ONESHOT);
+    wheel->stats_.armed++;
+    if (deadline < wheel->earliest_) /* never true while unknown (0) */
+        wheel->earliest_ = deadline;
+    return 0;
+}
+#endif
+
+static inline int rota_timer_arm(struct rota_wheel *wheel,
+                                 struct rota_timer *timer, uint64_t deadline)
+{
+#ifdef ROTA__INLINE_PATHS
+    /* An idle timer, a deadline after now (so not due, nothing to clamp)
+     * and outside a slot that a limited advance left half cascaded. */
+    if (wheel != NULL && timer != NULL &&
+        (rota__tags(timer) & ROTA__TAG_ID_MAGIC) == ROTA__TAG_MAGIC &&
+        deadline > wheel->now_ && deadline >= wheel->cascade_end_ &&
+        deadline <= ROTA_MAX_DEADLINE)
+        return rota__arm_fast(wheel, timer, deadline);
+#endif
+    return rota_timer_arm_noinline(wheel, timer, deadline);
+}
+
+static inline int rota_timer_arm_in(struct rota_wheel *wheel,
+                                    struct rota_timer *timer, uint64_t delay)
+{
+    if (wheel == NULL)
+        return ROTA_EINVAL;
+    uint64_t now = wheel->now_;
+    uint64_t deadline =
+        delay > ROTA_MAX_DEADLINE - now ? ROTA_MAX_DEADLINE : now + delay;
+    return rota_timer_arm(wheel, timer, deadline);
+}
+
+static inline int rota_timer_cancel(struct rota_wheel *wheel,
+                                    struct rota_timer *timer)
+{
+#ifdef ROTA__INLINE_PATHS
+    /* A timer pending on this wheel (wheel ids are never 0). */
+    uint64_t tags;
+    if (wheel != NULL && timer != NULL &&
+        ((tags = rota__tags(timer)) & ROTA__TAG_ID_MAGIC) ==
+            (wheel->id_ | ROTA__TAG_MAGIC)) {
+        struct rota_link *prev = timer->link_.prev, *next = timer->link_.next;
+        prev->next = next;
+        next->prev = prev;
+        rota__set_tags(timer, tags & ~(uint64_t)UINT32_MAX); /* idle */
+        wheel->stats_.cancelled++;
+        if (timer->deadline_ == wheel->earliest_)
+            wheel->earliest_ = 0; /* the cached earliest may be gone */
+        if (prev == next) /* both are the list's head: it is empty now */
+            rota__list_emptied(wheel, prev);
+        return 1;
+    }
+#endif
+    return rota_timer_cancel_noinline(wheel, timer);
+}
 
 static inline int rota_timer_touch(struct rota_wheel *wheel,
                                    struct rota_timer *timer, uint64_t deadline)
@@ -331,7 +470,7 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
         timer->deadline_ = deadline;
         wheel->stats_.touched++;
         if (old == wheel->earliest_) /* the cached earliest may be gone */
-            wheel->earliest_ok_ = 0;
+            wheel->earliest_ = 0;
         return 0;
     }
     return rota_timer_touch_noinline(wheel, timer, deadline);
@@ -380,7 +519,8 @@ ROTA_API int rota_wheel_init(struct rota_wheel *wheel, uint64_t now);
  * CALLBACK CONTEXT).  Returns the number of callbacks run (saturated to
  * INT_MAX), or ROTA_EINVAL, ROTA_EBUSY.  An earlier `now` than before fires
  * nothing and returns 0.  Cost: O(levels) plus O(1) per timer fired or
- * cascaded.  Inline: when nothing can be due yet (the usual wake-up of a
+ * cascaded, with no bound on how many that is (a slot may hold a million
+ * timers): an event loop that must not stall uses rota_wheel_advance_max().  Inline: when nothing can be due yet (the usual wake-up of a
  * loop) it is a few compares and two stores in the caller; every other
  * case calls rota_wheel_advance_noinline(), with the same contract (the
  * symbol for bindings that cannot use inline functions).
@@ -410,10 +550,20 @@ static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
 }
 
 /*
- * As rota_wheel_advance(), but run at most `max_fires` callbacks; the next
- * call (with the same or a later `now`) resumes where this one stopped, in
- * order.  Stores the number run in *fired (if not NULL) and returns 1 if due
- * timers remain, 0 if none do, or a negative error.
+ * As rota_wheel_advance(), but the call does at most `max_fires` units of
+ * work and then stops; the next call (with the same or a later `now`)
+ * resumes where this one stopped, in order, so no due timer is skipped and
+ * none fires early.  A unit is one callback run, or one timer moved between
+ * the wheel's lists: filed again when a higher-level slot comes due (a
+ * cascade) or when a touched timer's old slot or the due list reaches it.
+ * So one call runs at most `max_fires` callbacks, touches at most
+ * `max_fires` timers besides, and costs at most max_fires x (a callback +
+ * a cache miss) + O(levels), however many timers a slot holds.  Stores the
+ * number of callbacks run in *fired (if not NULL).  Returns 1 if it
+ * stopped at the limit with work left (due timers, or timers to file
+ * again: call again soon, before sleeping), 0 if nothing due remains, or a
+ * negative error.  While a cascade is left half done, rota_timer_arm() of a
+ * deadline inside that slot takes the out-of-line path and keeps tie order.
  */
 ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
                                     size_t max_fires, size_t *fired);
@@ -423,9 +573,11 @@ ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
  * timers into out[], in firing order, calling nothing.  Each timer handed
  * back is no longer pending, except a periodic timer, which the wheel has
  * already re-armed (and which may appear more than once under
- * ROTA_MISSED_BURST).  Stores the count in *n (if not NULL); returns 1 if
- * more timers are due (call again: nothing due is ever dropped), 0 if not,
- * or ROTA_EINVAL, ROTA_EBUSY.
+ * ROTA_MISSED_BURST).  `cap` also bounds the call's work as the limit of
+ * rota_wheel_advance_max() does: each timer handed back and each timer
+ * filed again counts one.  Stores the count in *n (if not NULL); returns 1
+ * if it stopped at `cap` with work left (call again: nothing due is ever
+ * dropped), 0 if nothing due remains, or ROTA_EINVAL, ROTA_EBUSY.
  */
 ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
                                struct rota_timer **out, size_t cap, size_t *n);
@@ -436,7 +588,8 @@ ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
  * after rota_timer_touch_unchecked() moved the earliest timer, until an
  * advance reaches the old deadline).  O(levels) when
  * the answer is cached or the earliest slot holds one deadline; otherwise one
- * pass over the timers of the earliest occupied slot, whose result is cached
+ * pass over the timers of the earliest occupied slot (after finishing a
+ * cascade that a limited call left half done), whose result is cached
  * until the earliest timer fires, is cancelled or moved.  May re-file touched
  * timers, hence the non-const wheel.
  */

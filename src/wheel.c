@@ -84,14 +84,49 @@
  *     wheel, so the cache may then be early, never late: a call that
  *     reaches it takes the full path and forgets it (settle_earliest()).
  *
+ * A LIMIT BOUNDS THE WHOLE CALL
+ *   A cascade files a whole slot again, and a slot can hold most of the
+ *   wheel: a million idle connections with a 30 s timeout all sit in the
+ *   one slot beyond the next 65,536-tick boundary, and refiling them takes
+ *   tens of milliseconds.  So advance_max() and expire() count their work
+ *   in units, one per callback (or timer handed out) and one per timer
+ *   filed again, and stop when the caller's limit is spent.  A slot that
+ *   comes due is not refiled at once: its list becomes the cascade list,
+ *   which peek_due() works through front to back, within the budget, after
+ *   the due list and before the next slot; cur stays at the slot's start,
+ *   and next_step at cur, until it is done.  Two rules keep the guarantees
+ *   across calls: the due list is fired before the rest of the cascade (its
+ *   timers are no later, and came earlier in the same list), and a timer
+ *   armed meanwhile with a deadline inside that slot (cascade_end) joins the
+ *   back of the cascade list, so it is filed after the older timers of its
+ *   deadline.  A call that stops says so (returns 1) from what it can see
+ *   in O(1), so "1" may mean only touched timers are left to file.
+ *
  * WHAT AN OPERATION COSTS
- *   At a million timers the timer and its two list neighbours are cache
- *   misses.  What counts is how many ops' misses overlap, and that is
- *   bounded first by stores (then by instructions): the neighbour writes miss,
- *   stores leave the store buffer in order, and once the buffer is full of
- *   stores waiting behind them the next op cannot start.  So arm and cancel
- *   store as little as they can (write_head()): W1 got 20% faster when arm
- *   went from 11 stores to 5 and cancel from 6 to 4.
+ *   At a million timers an arm or cancel is bound by cache misses (the
+ *   timer, and the two list neighbours cancel writes), and how many ops'
+ *   misses overlap is bounded by how much each op executes (the CPU's
+ *   window of instructions in flight) and stores.  Measured against
+ *   wheel-bare (the bench's floor: lists and nothing else) by stripping
+ *   features one at a time, the costs were not where the instruction count
+ *   pointed:
+ *   - a store that could not be forwarded: cancel wrote wheel_id_ (4
+ *     bytes), the next arm read the tag word (8), and a load that needs
+ *     more than a pending store holds waits until that store reaches the
+ *     cache, behind cancel's neighbour stores, which miss.  Twice
+ *     wheel-bare's time; gone since the tag word is read and written whole
+ *     (rota__tags()).
+ *   - reading the occupancy bitmap and next_step on every arm: they change
+ *     only when a slot goes from empty to not empty, which arm sees in the
+ *     tail pointer it loads anyway.
+ *   - saved registers: an inline arm whose rare branch needed more
+ *     registers made every caller push and pop two; that branch is now a
+ *     call made last (rota__arm_empty_slot()).
+ *   What is left on the fast paths: argument and tag checks, the
+ *   statistics counters, the earliest-deadline cache and the emptied-slot
+ *   check, each within the noise on its own.  The common arm and cancel
+ *   are inline in rota.h, and write the timer's first 16 bytes in one
+ *   store (write_head()).
  *
  * ALTERNATIVES REJECTED
  *   - One wheel with a rounds counter (Netty, go-zero): every tick visits a
@@ -126,50 +161,46 @@ _Static_assert(64 % ROTA_WHEEL_BITS == 0 &&
                    64 / ROTA_WHEEL_BITS == ROTA_WHEEL_LEVELS,
                "the levels cover uint64_t exactly");
 _Static_assert(SLOT_COUNT / 64 <= 32, "occupied_words_ has a bit per word");
-_Static_assert(SLOT_COUNT < 0xfffdu, "where_ holds a slot index or a tag");
-
-/* where_ values that are not slot indices. */
-#define WHERE_NONE 0xffffu
-#define WHERE_DUE 0xfffeu
-#define WHERE_DEFERRED 0xfffdu
-
 #define TIMER_MAGIC ROTA__TIMER_MAGIC
-
-/* policy_ of a one-shot timer (periodic ones hold an enum rota_missed). */
-#define POLICY_ONESHOT 0xffu
+#define POLICY_ONESHOT ROTA__ONESHOT
 
 /*
- * A timer's deadline and its four tags, in one 16-byte store (see the
- * essay: arm and cancel are bound by stores).  Each store removed from arm
- * or cancel measured a few per cent of W1.  So arm writes the timer's first
- * 16 bytes at once (they never straddle a cache line: rota.h), cancel
- * writes only wheel_id_ (where_ and policy_ mean nothing while idle), a
- * one-shot arm does not touch period_, the common arm saves no registers
- * (rota_timer_arm()), and the pending count is derived from counters kept
- * anyway (pending_count()).
+ * A timer's deadline and its tags in one 16-byte store (see the essay: arm
+ * and cancel are bound by what they execute and store).  So arm writes the
+ * timer's first 16 bytes at once (they never straddle a cache line:
+ * rota.h), cancel writes only wheel_id_ (policy_ means nothing while idle),
+ * a one-shot arm does not touch period_, no tag says which list holds a
+ * timer (an emptied list is known by its head: rota__list_emptied()), and
+ * the pending count is derived from counters kept anyway (pending_count()).
  */
 _Static_assert(offsetof(struct rota_timer, wheel_id_) == 8 &&
-                   offsetof(struct rota_timer, where_) == 12 &&
+                   offsetof(struct rota_timer, spare_) == 12 &&
                    offsetof(struct rota_timer, policy_) == 14 &&
                    offsetof(struct rota_timer, magic_) == 15,
                "deadline_ and the tags are two 8-byte words");
 
 static void write_head(struct rota_timer *t, uint64_t deadline,
-                       uint32_t wheel_id, unsigned where, unsigned policy)
+                       uint32_t wheel_id, unsigned policy)
 {
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) &&                            \
-    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    typedef uint64_t two_words __attribute__((vector_size(16)));
-    two_words head = {deadline, (uint64_t)wheel_id | (uint64_t)where << 32 |
-                                    (uint64_t)policy << 48 |
-                                    (uint64_t)TIMER_MAGIC << 56};
-    memcpy(t, &head, sizeof head);
+#ifdef ROTA__INLINE_PATHS
+    rota__write_head(t, deadline, wheel_id, policy);
 #else
     t->deadline_ = deadline;
     t->wheel_id_ = wheel_id;
-    t->where_ = (uint16_t)where;
+    t->spare_ = 0;
     t->policy_ = (uint8_t)policy;
     t->magic_ = TIMER_MAGIC;
+#endif
+}
+
+/* Mark a timer idle.  The tag word is written whole, as the inline paths
+ * read it (rota.h: rota__tags()). */
+static void set_idle(struct rota_timer *t)
+{
+#ifdef ROTA__INLINE_PATHS
+    rota__set_tags(t, rota__tags(t) & ~(uint64_t)UINT32_MAX);
+#else
+    t->wheel_id_ = 0;
 #endif
 }
 
@@ -263,19 +294,21 @@ static uint64_t slot_end(uint64_t start, unsigned level)
 /* ---------------------------------------------------------- occupancy */
 
 /*
- * A slot's number is level * ROTA_WHEEL_SLOTS + index: its place in slot_,
- * its where_ tag, and its bit in occupied_, one bitmap for all levels in
+ * A slot's number is level * ROTA_WHEEL_SLOTS + index: its place in slot_
+ * and its bit in occupied_, one bitmap for all levels in
  * which levels, then slots, are in due order (see the essay).
  * occupied_words_ has a bit per word of it.  So the next slot to come due
  * is the first set bit of the summary, then of that word: two ctz.
  */
-static void mark_occupied(struct rota_wheel *w, unsigned slot)
+/* A slot's list is about to go from empty to not empty: its occupancy
+ * bits, and the bound on the next slot start (an occupied slot already
+ * bounds it, so a busy slot needs neither). */
+static void slot_filled(struct rota_wheel *w, unsigned slot, uint64_t start)
 {
-    uint64_t bit = (uint64_t)1 << (slot % 64);
-    if (w->occupied_[slot / 64] & bit)
-        return; /* a busy slot, the usual case: no store */
-    w->occupied_[slot / 64] |= bit;
+    w->occupied_[slot / 64] |= (uint64_t)1 << (slot % 64);
     w->occupied_words_ |= 1u << (slot / 64);
+    if (start < w->next_step_)
+        w->next_step_ = start;
 }
 
 static void mark_empty(struct rota_wheel *w, unsigned slot)
@@ -313,16 +346,15 @@ static unsigned index_of(unsigned slot)
 
 /* ------------------------------------------------------------- filing */
 
-/* Put a timer in the list its deadline implies relative to cur; returns
- * the where_ tag for it, which the caller stores. */
-static unsigned place_timer(struct rota_wheel *w, struct rota_timer *t,
-                            uint64_t deadline)
+/* Put a timer in the list its deadline implies relative to cur. */
+static void place_timer(struct rota_wheel *w, struct rota_timer *t,
+                        uint64_t deadline)
 {
     if (deadline <= w->cur_) {
         list_append(&w->due_, &t->link_);
         if (deadline < w->next_step_) /* so the idle path sees it */
             w->next_step_ = deadline;
-        return WHERE_DUE;
+        return;
     }
     unsigned level = level_for(deadline, w->cur_);
     unsigned shift = level * ROTA_WHEEL_BITS;
@@ -330,47 +362,61 @@ static unsigned place_timer(struct rota_wheel *w, struct rota_timer *t,
         level * ROTA_WHEEL_SLOTS + ((unsigned)(deadline >> shift) & LEVEL_MASK);
     /* The slot starts at the deadline with the digits below the level
      * cleared (the digits above are cur's). */
-    uint64_t start = deadline >> shift << shift;
-    if (start < w->next_step_)
-        w->next_step_ = start;
-    mark_occupied(w, slot);
-    list_append(&w->slot_[slot], &t->link_);
-    return slot;
+    struct rota_link *head = &w->slot_[slot];
+    if (list_empty(head)) /* a busy slot's bits and bound are set already */
+        slot_filled(w, slot, deadline >> shift << shift);
+    list_append(head, &t->link_);
 }
 
+/*
+ * File a timer by its deadline_.  While a limited call has left a slot half
+ * cascaded (cascade_end_ != 0), a deadline inside that slot joins the back
+ * of the cascade list instead: filing it below would put it ahead of older
+ * timers with the same deadline that the cascade has not reached yet.
+ */
 static void file_timer(struct rota_wheel *w, struct rota_timer *t)
 {
-    t->where_ = (uint16_t)place_timer(w, t, t->deadline_);
+    if (t->deadline_ < w->cascade_end_)
+        list_append(&w->cascade_, &t->link_);
+    else
+        place_timer(w, t, t->deadline_);
+}
+
+void rota__list_emptied(struct rota_wheel *w, struct rota_link *head)
+{
+    /* Compared as integers: `head` may be the due, deferred or cascade
+     * list's head, outside slot_. */
+    uintptr_t offset = (uintptr_t)head - (uintptr_t)w->slot_;
+    if (offset < sizeof w->slot_)
+        mark_empty(w, (unsigned)(offset / sizeof w->slot_[0]));
 }
 
 /* Take a timer out of whichever list holds it. */
 static void unfile_timer(struct rota_wheel *w, struct rota_timer *t)
 {
-    struct rota_link *node = &t->link_;
-    unsigned where = t->where_;
+    struct rota_link *prev = t->link_.prev, *next = t->link_.next;
 
-    list_unlink(node);
-    /* prev == next only when both are the list's head: the list is empty.
-     * where_ names the slot the timer was filed in, but a level-0 slot's
-     * timers move to the due list wholesale (step()), keeping it: only
-     * the slot's own head says the slot is empty. */
-    if (node->prev == node->next && where < SLOT_COUNT &&
-        node->prev == &w->slot_[where])
-        mark_empty(w, where);
+    prev->next = next;
+    next->prev = prev;
+    /* prev == next only when both are the list's head: the list is empty,
+     * and if it is a slot's, so is the slot. */
+    if (prev == next)
+        rota__list_emptied(w, prev);
 }
 
-/* A timer enters the set of pending deadlines (arm, or periodic re-arm). */
+/* A timer enters the set of pending deadlines (arm, or periodic re-arm).
+ * earliest_ is 0 when unknown, and no deadline is below 0. */
 static void note_new_deadline(struct rota_wheel *w, uint64_t deadline)
 {
-    if (w->earliest_ok_ && deadline < w->earliest_)
+    if (deadline < w->earliest_)
         w->earliest_ = deadline;
 }
 
 /* A deadline leaves the set (fire, cancel, move): the cache may be stale. */
 static void note_gone_deadline(struct rota_wheel *w, uint64_t deadline)
 {
-    if (w->earliest_ok_ && deadline == w->earliest_)
-        w->earliest_ok_ = 0;
+    if (deadline == w->earliest_)
+        w->earliest_ = 0;
 }
 
 /* -------------------------------------------------------------- steps */
@@ -381,17 +427,20 @@ static void note_gone_deadline(struct rota_wheel *w, uint64_t deadline)
  * per timer; loading from both ends at once, with nothing else to do, runs
  * two such chains side by side and halves that, and the walk that follows
  * (a cascade, or firing, which must go front to back for ties) finds the
- * timers in the cache.  At most PRELOAD_PAIRS steps from each end, 512 KiB
- * of timers, so that what is loaded is still cached when the walk gets
- * there.  Only while no callback can run: every node stays valid.
+ * timers in the cache.  At most `pairs` steps from each end (and at most
+ * PRELOAD_PAIRS, 512 KiB of timers, so that what is loaded is still cached
+ * when the walk gets there).  Only while no callback can run: every node
+ * stays valid.
  */
 #define PRELOAD_PAIRS 4096
 
-static void preload(const struct rota_link *head)
+static void preload(const struct rota_link *head, size_t pairs)
 {
     const struct rota_link *front = head->next, *back = head->prev;
 
-    for (unsigned n = 0; n < PRELOAD_PAIRS; n++) {
+    if (pairs > PRELOAD_PAIRS)
+        pairs = PRELOAD_PAIRS;
+    for (size_t n = 0; n < pairs; n++) {
         if (front == back || front->next == back)
             break;
         front = front->next;
@@ -401,25 +450,67 @@ static void preload(const struct rota_link *head)
     }
 }
 
-/* File again every timer of `batch`, a higher-level slot that came due (cur
- * is its start), front to back as ties need. */
+/* File again every timer of `batch` (a slot whose start cur has reached),
+ * front to back as ties need, all at once. */
 static void refile_batch(struct rota_wheel *w, struct rota_link *batch)
 {
-    preload(batch);
+    preload(batch, PRELOAD_PAIRS);
     while (!list_empty(batch)) {
         struct rota_timer *t = timer_of(batch->next);
         list_unlink(&t->link_);
-        file_timer(w, t);
+        place_timer(w, t, t->deadline_);
         w->stats_.refiled++;
     }
 }
 
 /*
- * Move cur to the start of the next occupied slot if that is <= limit and
- * file its timers again.  Returns false, with next_step_ set, when nothing
- * comes due by `limit`.
+ * The work of one call is counted in units (rota.h, rota_wheel_advance_max):
+ * one per timer handed out or fired, one per timer filed again.  `left` is
+ * what remains; `stopped` says that some work could not be done for want of
+ * units.  An unlimited call starts with SIZE_MAX.
  */
-static bool step(struct rota_wheel *w, uint64_t limit)
+struct budget {
+    size_t left;
+    bool stopped;
+};
+
+/* Take one unit, or note that there is none. */
+static bool spend(struct budget *b)
+{
+    if (b->left == 0) {
+        b->stopped = true;
+        return false;
+    }
+    b->left--;
+    return true;
+}
+
+/*
+ * File again the timers of the slot being cascaded, front to back, as far
+ * as the budget goes.  Returns true when the cascade is done.
+ */
+static bool run_cascade(struct rota_wheel *w, struct budget *b)
+{
+    preload(&w->cascade_, b->left / 2);
+    while (!list_empty(&w->cascade_)) {
+        if (!spend(b))
+            return false;
+        struct rota_timer *t = timer_of(w->cascade_.next);
+        list_unlink(&t->link_);
+        place_timer(w, t, t->deadline_);
+        w->stats_.refiled++;
+    }
+    w->cascade_end_ = 0;
+    return true;
+}
+
+/*
+ * Move cur to the start of the next occupied slot if that is <= limit.  A
+ * level-0 slot becomes the due list; a higher one becomes the cascade list,
+ * filed again by run_cascade().  Returns false, with next_step_ set, when
+ * nothing comes due by `limit`.
+ */
+static bool step(struct rota_wheel *w, uint64_t limit, struct budget *b)
 {
     unsigned slot;
 
@@ -440,38 +531,63 @@ static bool step(struct rota_wheel *w, uint64_t limit)
          * walk.  peek_due() files a touched one again when it reaches the
          * head, against this same cur. */
         list_move_all(&w->due_, head);
-        preload(&w->due_);
+        preload(&w->due_, b->left / 2);
         return true;
     }
-    struct rota_link batch;
-    list_init(&batch);
-    list_move_all(&batch, head);
-    refile_batch(w, &batch);
+    /* next_step_ stays at cur while the cascade lasts: no idle path. */
+    list_move_all(&w->cascade_, head);
+    w->cascade_end_ = slot_end(start, level_of(slot));
     return true;
 }
 
 /*
  * The next timer due at or before now_, left at the head of the due list,
- * or NULL.  Touched timers met at the head are filed again, not returned.
+ * or NULL: nothing is due by now_, or (b->stopped) the budget ran out
+ * first.  Touched timers met at the head are filed again, not returned.
+ * Order: the due list first (its timers are no later than any in the
+ * cascade, and came before them in it), then the cascade, then the next
+ * slot.
  */
-static struct rota_timer *peek_due(struct rota_wheel *w)
+static struct rota_timer *peek_due(struct rota_wheel *w, struct budget *b)
 {
     for (;;) {
         while (!list_empty(&w->due_)) {
             struct rota_timer *t = timer_of(w->due_.next);
             if (t->deadline_ <= w->cur_)
                 return t;
+            if (!spend(b))
+                return NULL;
             list_unlink(&t->link_);
             file_timer(w, t);
             w->stats_.refiled++;
         }
-        if (!step(w, w->now_)) {
+        if (!list_empty(&w->cascade_)) {
+            if (!run_cascade(w, b))
+                return NULL;
+            continue;
+        }
+        if (w->cascade_end_ != 0) /* emptied by cancels meanwhile */
+            w->cascade_end_ = 0;
+        if (!step(w, w->now_, b)) {
             /* Nothing comes due by now_: every list is also correctly filed
              * against now_, so the wheel can jump there. */
             w->cur_ = w->now_;
             return NULL;
         }
     }
+}
+
+/* Whether a call that stopped at its limit left work: a due or touched
+ * timer on the due list, a cascade, or a slot that starts by now_.  Cheap,
+ * and never false when a due timer remains. */
+static bool work_left(const struct rota_wheel *w)
+{
+    unsigned slot;
+
+    if (!list_empty(&w->due_) || !list_empty(&w->cascade_))
+        return true;
+    return first_occupied(w, &slot) &&
+           slot_start(w->cur_, level_of(slot), index_of(slot)) <= w->now_;
 }
 
 /* ck = a + b, false when it would pass ROTA_MAX_DEADLINE. */
@@ -513,13 +629,26 @@ static uint64_t take_due(struct rota_wheel *w, struct rota_timer *t)
     list_unlink(&t->link_);
     note_gone_deadline(w, fired);
     w->stats_.fired++;
-    if (t->policy_ != POLICY_ONESHOT && next_period(w, t, fired, &next)) {
+    if (t->policy_ == POLICY_ONESHOT) {
+        set_idle(t);
+        return w->now_ - fired;
+    }
+    /* Fired on time, every policy continues the schedule: no division. */
+    if (fired == w->now_ && t->period_ <= ROTA_MAX_DEADLINE - fired) {
+        next = fired + t->period_;
+        t->deadline_ = next;
+        file_timer(w, t);
+        note_new_deadline(w, next);
+        w->refired_++;
+        return 0;
+    }
+    if (next_period(w, t, fired, &next)) {
         t->deadline_ = next;
         file_timer(w, t);
         note_new_deadline(w, next);
         w->refired_++;
     } else {
-        t->wheel_id_ = 0;
+        set_idle(t);
     }
     return w->now_ - fired;
 }
@@ -558,10 +687,10 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
  */
 static void settle_earliest(struct rota_wheel *w, bool more)
 {
-    if (!w->earliest_ok_)
+    if (w->earliest_ == 0)
         return;
     if (!more && w->earliest_ <= w->now_)
-        w->earliest_ok_ = 0;
+        w->earliest_ = 0;
     else if (w->earliest_ < w->next_step_)
         w->next_step_ = w->earliest_;
 }
@@ -598,9 +727,9 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
     w->cur_ = now;
     w->next_step_ = ROTA_NEVER;
     w->earliest_ = ROTA_NEVER;
-    w->earliest_ok_ = 1;
     list_init(&w->due_);
     list_init(&w->deferred_);
+    list_init(&w->cascade_);
     for (unsigned slot = 0; slot < SLOT_COUNT; slot++)
         list_init(&w->slot_[slot]);
     return 0;
@@ -610,27 +739,21 @@ static int __attribute__((noinline))
 advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
              size_t *fired)
 {
+    struct budget b = {max_fires, false};
     size_t count = 0;
     int more = 0;
 
     switch (begin_pass(w, now)) {
     case PASS_IDLE: /* the hot path of a mostly idle wheel: nothing due */
         break;
-    case PASS_BACKWARDS: /* an earlier budget may have left timers due */
-        more = peek_due(w) != NULL;
+    case PASS_BACKWARDS: /* an earlier limit may have left timers due */
+        more = peek_due(w, &b) != NULL || b.stopped;
         settle_earliest(w, more); /* peek_due() may have moved next_step_ */
         break;
     case PASS_RUN: {
         struct rota_timer *t;
-        bool budget_spent = false;
         w->in_pass_ = 1;
-        for (;;) {
-            if (count == max_fires) {
-                budget_spent = true;
-                break;
-            }
-            if ((t = peek_due(w)) == NULL)
-                break;
+        while ((t = peek_due(w, &b)) != NULL && spend(&b)) {
             rota_timer_fn *fn = t->fn_;
             uint64_t late = take_due(w, t);
             count++;
@@ -639,11 +762,11 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
             if (fn != NULL)
                 fn(w, t, late); /* may free t: not touched afterwards */
         }
-        /* Unless the budget stopped the loop, it saw no due timer left;
-         * then only deferred timers can be due. */
-        bool maybe_more = budget_spent || !list_empty(&w->deferred_);
+        /* Unless the limit stopped the loop, it saw no due timer left;
+         * then only deferred timers can be due, and end_pass() puts them
+         * on the due list. */
         end_pass(w);
-        more = maybe_more && peek_due(w) != NULL;
+        more = b.stopped ? work_left(w) : !list_empty(&w->due_);
         settle_earliest(w, more);
         break;
     }
@@ -686,6 +809,7 @@ int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
 int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
                       struct rota_timer **out, size_t cap, size_t *n)
 {
+    struct budget b = {cap, false};
     size_t count = 0;
     int more = 0;
 
@@ -697,21 +821,16 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
     case PASS_IDLE:
         break;
     case PASS_BACKWARDS:
-        more = peek_due(w) != NULL;
+        more = peek_due(w, &b) != NULL || b.stopped;
         settle_earliest(w, more);
         break;
     case PASS_RUN: {
         struct rota_timer *t;
-        for (;;) {
-            if (count == cap) {
-                more = peek_due(w) != NULL;
-                break;
-            }
-            if ((t = peek_due(w)) == NULL)
-                break;
+        while ((t = peek_due(w, &b)) != NULL && spend(&b)) {
             take_due(w, t);
             out[count++] = t;
         }
+        more = b.stopped && work_left(w);
         settle_earliest(w, more);
         break;
     }
@@ -724,16 +843,26 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
 /* The exact earliest deadline, computed (see the essay). */
 static uint64_t find_earliest(struct rota_wheel *w)
 {
+    struct budget all = {SIZE_MAX, false};
+
     /* Untouched timers on the due list are due at cur, earlier than any
-     * slot; touched ones at its head are filed where they belong. */
-    while (!list_empty(&w->due_)) {
-        struct rota_timer *t = timer_of(w->due_.next);
-        if (t->deadline_ <= w->cur_)
-            return t->deadline_;
-        list_unlink(&t->link_);
-        file_timer(w, t);
-        w->stats_.refiled++;
+     * slot; touched ones at its head are filed where they belong.  A
+     * cascade a limited call left half done is finished first (it may add
+     * to the due list). */
+    for (;;) {
+        while (!list_empty(&w->due_)) {
+            struct rota_timer *t = timer_of(w->due_.next);
+            if (t->deadline_ <= w->cur_)
+                return t->deadline_;
+            list_unlink(&t->link_);
+            file_timer(w, t);
+            w->stats_.refiled++;
+        }
+        if (list_empty(&w->cascade_))
+            break;
+        run_cascade(w, &all);
     }
+    w->cascade_end_ = 0;
     /* Inside a pass, timers armed by callbacks wait on the deferred list
      * (a later touch may have moved them past now_). */
     uint64_t best = ROTA_NEVER;
@@ -773,11 +902,12 @@ uint64_t rota_wheel_next_deadline(struct rota_wheel *w)
 {
     if (w == NULL)
         return ROTA_NEVER;
-    if (!w->earliest_ok_) {
-        w->earliest_ = find_earliest(w);
-        w->earliest_ok_ = 1;
-    }
-    return w->earliest_;
+    if (w->earliest_ != 0)
+        return w->earliest_;
+    /* 0 means "unknown", so a true earliest deadline of 0 is not cached. */
+    uint64_t earliest = find_earliest(w);
+    w->earliest_ = earliest;
+    return earliest;
 }
 
 int rota_wheel_timeout_ms(struct rota_wheel *w, uint64_t now, uint64_t tick_ns)
@@ -831,21 +961,21 @@ int rota_wheel_drain(struct rota_wheel *w,
     list_init(&batch);
     list_move_all(&batch, &w->due_);
     list_move_all(&batch, &w->deferred_);
+    list_move_all(&batch, &w->cascade_);
+    w->cascade_end_ = 0;
     unsigned slot;
     while (first_occupied(w, &slot)) {
         mark_empty(w, slot);
         list_move_all(&batch, &w->slot_[slot]);
     }
-    for (struct rota_link *n = batch.next; n != &batch; n = n->next)
-        timer_of(n)->where_ = WHERE_DUE; /* unlinking no longer clears bits */
     while (!list_empty(&batch)) {
         struct rota_timer *t = timer_of(batch.next);
         list_unlink(&t->link_);
-        t->wheel_id_ = 0;
+        set_idle(t);
         w->stats_.drained++;
         fn(t, arg);
     }
-    w->earliest_ok_ = 0;
+    w->earliest_ = 0;
     return 0;
 }
 
@@ -857,7 +987,7 @@ void rota_timer_init(struct rota_timer *t, rota_timer_fn *fn)
         return;
     *t = (struct rota_timer){0};
     t->fn_ = fn;
-    write_head(t, 0, 0, WHERE_NONE, POLICY_ONESHOT);
+    write_head(t, 0, 0, POLICY_ONESHOT);
 }
 
 static int check_timer(const struct rota_wheel *w, const struct rota_timer *t)
@@ -883,8 +1013,6 @@ static uint64_t clamp_deadline(const struct rota_wheel *w, uint64_t deadline)
 static void arm_at(struct rota_wheel *w, struct rota_timer *t,
                    uint64_t deadline, unsigned policy)
 {
-    unsigned where;
-
     if (t->wheel_id_ != 0) {
         unfile_timer(w, t);
         note_gone_deadline(w, t->deadline_);
@@ -892,54 +1020,35 @@ static void arm_at(struct rota_wheel *w, struct rota_timer *t,
     }
     w->stats_.armed++;
     note_new_deadline(w, deadline);
-    if (w->in_pass_ && deadline <= w->now_) {
+    write_head(t, deadline, w->id_, policy);
+    if (w->in_pass_ && deadline <= w->now_)
         list_append(&w->deferred_, &t->link_);
-        where = WHERE_DEFERRED;
-    } else {
-        where = place_timer(w, t, deadline);
-    }
-    write_head(t, deadline, w->id_, where, policy);
+    else
+        file_timer(w, t);
 }
 
-static void __attribute__((noinline))
-arm_at_noinline(struct rota_wheel *w, struct rota_timer *t, uint64_t deadline,
-                unsigned policy)
+int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
+                         uint64_t deadline, unsigned slot)
 {
-    arm_at(w, t, deadline, policy);
+    unsigned shift = (slot / ROTA_WHEEL_SLOTS) * ROTA_WHEEL_BITS;
+    slot_filled(w, slot, deadline >> shift << shift);
+    list_append(&w->slot_[slot], &t->link_);
+    write_head(t, deadline, w->id_, POLICY_ONESHOT);
+    w->stats_.armed++;
+    note_new_deadline(w, deadline);
+    return 0;
 }
 
-int rota_timer_arm(struct rota_wheel *w, struct rota_timer *t,
-                   uint64_t deadline)
+/* Every case rota_timer_arm() does not file inline: a pending timer, a
+ * deadline at or before now or inside a half-cascaded slot, bad input. */
+int rota_timer_arm_noinline(struct rota_wheel *w, struct rota_timer *t,
+                            uint64_t deadline)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
         return rc;
-    deadline = clamp_deadline(w, deadline);
-    if (t->wheel_id_ != 0 || w->in_pass_) {
-        /* Out of line, so that the common case below needs few registers:
-         * each one saved on entry would be one more store (write_head()).
-         * The four lines below are arm_at()'s for an idle timer outside a
-         * pass, written again because sharing them made GCC call
-         * place_timer() here and save a register. */
-        arm_at_noinline(w, t, deadline, POLICY_ONESHOT);
-        return 0;
-    }
-    w->stats_.armed++;
-    note_new_deadline(w, deadline);
-    unsigned where = place_timer(w, t, deadline);
-    write_head(t, deadline, w->id_, where, POLICY_ONESHOT);
+    arm_at(w, t, clamp_deadline(w, deadline), POLICY_ONESHOT);
     return 0;
-}
-
-int rota_timer_arm_in(struct rota_wheel *w, struct rota_timer *t,
-                      uint64_t delay)
-{
-    if (w == NULL)
-        return ROTA_EINVAL;
-    uint64_t deadline;
-    if (!add_deadline(w->now_, delay, &deadline))
-        deadline = ROTA_MAX_DEADLINE;
-    return rota_timer_arm(w, t, deadline);
 }
 
 int rota_timer_arm_periodic(struct rota_wheel *w, struct rota_timer *t,
@@ -980,7 +1089,7 @@ int rota_timer_touch_noinline(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-int rota_timer_cancel(struct rota_wheel *w, struct rota_timer *t)
+int rota_timer_cancel_noinline(struct rota_wheel *w, struct rota_timer *t)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -989,7 +1098,7 @@ int rota_timer_cancel(struct rota_wheel *w, struct rota_timer *t)
         return 0;
     unfile_timer(w, t);
     note_gone_deadline(w, t->deadline_);
-    t->wheel_id_ = 0;
+    set_idle(t);
     w->stats_.cancelled++;
     return 1;
 }
@@ -1009,8 +1118,7 @@ int rota_timer_relocate(struct rota_wheel *w, struct rota_timer *from,
         to->link_.prev->next = &to->link_;
         to->link_.next->prev = &to->link_;
     }
-    from->wheel_id_ = 0;
-    from->where_ = WHERE_NONE;
+    set_idle(from);
     from->magic_ = 0;
     return 0;
 }
@@ -1034,21 +1142,36 @@ uint64_t rota_timer_deadline(const struct rota_timer *t)
         return ROTA_ECORRUPT;                                                  \
     } while (0)
 
-/* Links are consistent and every timer belongs to this wheel. */
+/*
+ * Walk one list: links consistent, every timer pending on this wheel, and
+ * its deadline folded into *earliest.  The checker must survive a corrupted
+ * wheel (a pending timer passed to rota_timer_init(), freed or overwritten),
+ * so a link is checked before it is followed and the walk stops after
+ * *budget timers in all lists (more than the pending count means a cycle).
+ * `floor` is the earliest deadline a timer on this list may have.
+ */
 static int check_list(const struct rota_wheel *w, const struct rota_link *head,
-                      uint16_t where, uint64_t *count, const char **why)
+                      uint64_t floor, uint64_t *count, uint64_t *budget,
+                      uint64_t *earliest, const char **why)
 {
+    if (head->next == NULL || head->prev == NULL)
+        FAIL("a list head has a NULL link");
     for (const struct rota_link *n = head->next; n != head; n = n->next) {
         const struct rota_timer *t =
             rota_container_of(n, const struct rota_timer, link_);
+        if ((*budget)-- == 0)
+            FAIL("the lists hold more timers than are pending (a cycle?)");
+        if (n->next == NULL || n->prev == NULL)
+            FAIL("a timer on a list has a NULL link (re-initialised or "
+                 "overwritten while pending?)");
         if (n->next->prev != n || n->prev->next != n)
             FAIL("broken list links");
         if (t->magic_ != TIMER_MAGIC || t->wheel_id_ != w->id_)
             FAIL("timer on a list is not pending on this wheel");
-        /* On the due list, also the level-0 slot it was filed in. */
-        if (t->where_ != where &&
-            !(where == WHERE_DUE && t->where_ < ROTA_WHEEL_SLOTS))
-            FAIL("timer's slot tag does not match the list holding it");
+        if (t->deadline_ < floor)
+            FAIL("timer filed after its deadline");
+        if (t->deadline_ < *earliest)
+            *earliest = t->deadline_;
         (*count)++;
     }
     return 0;
@@ -1060,26 +1183,18 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
 
     if (w == NULL)
         FAIL("NULL wheel");
+    uint64_t budget = pending_count(w) + 1;
     if (w->cur_ > w->now_)
         FAIL("cur is after now");
     if (!w->in_pass_ && !list_empty(&w->deferred_))
         FAIL("deferred timers outside a pass");
-    if (check_list(w, &w->due_, WHERE_DUE, &count, why) ||
-        check_list(w, &w->deferred_, WHERE_DEFERRED, &count, why))
+    if (check_list(w, &w->due_, 0, &count, &budget, &earliest, why) ||
+        check_list(w, &w->deferred_, 0, &count, &budget, &earliest, why) ||
+        check_list(w, &w->cascade_, w->cur_, &count, &budget, &earliest, why))
         return ROTA_ECORRUPT;
-    for (const struct rota_link *n = w->due_.next; n != &w->due_; n = n->next) {
-        const struct rota_timer *t =
-            rota_container_of(n, const struct rota_timer, link_);
-        if (t->deadline_ < earliest)
-            earliest = t->deadline_;
-    }
-    for (const struct rota_link *n = w->deferred_.next; n != &w->deferred_;
-         n = n->next) {
-        const struct rota_timer *t =
-            rota_container_of(n, const struct rota_timer, link_);
-        if (t->deadline_ < earliest)
-            earliest = t->deadline_;
-    }
+    if (!list_empty(&w->cascade_) &&
+        (w->cascade_end_ <= w->cur_ || w->next_step_ > w->cur_))
+        FAIL("a cascade is pending but the wheel does not know it");
     uint64_t first_start = ROTA_NEVER;
     for (unsigned level = 0; level < ROTA_WHEEL_LEVELS; level++) {
         unsigned cur_digit = digit_at(w->cur_, level);
@@ -1087,27 +1202,19 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
             unsigned slot = level * ROTA_WHEEL_SLOTS + index;
             const struct rota_link *head = &w->slot_[slot];
             bool bit = slot_occupied(w, slot);
+            if (head->next == NULL)
+                FAIL("a slot's list head has a NULL link");
             if (bit != !list_empty(head))
                 FAIL("occupancy bit disagrees with the slot's list");
             if (list_empty(head))
                 continue;
             if (index <= cur_digit)
                 FAIL("occupied slot at or behind the hand");
-            if (check_list(w, head, (uint16_t)slot, &count, why))
-                return ROTA_ECORRUPT;
             uint64_t start = slot_start(w->cur_, level, index);
             if (start < first_start)
                 first_start = start;
-            for (const struct rota_link *n = head->next; n != head;
-                 n = n->next) {
-                const struct rota_timer *t =
-                    rota_container_of(n, const struct rota_timer, link_);
-                uint64_t d = t->deadline_;
-                if (d < start)
-                    FAIL("timer filed after its deadline");
-                if (d < earliest)
-                    earliest = d;
-            }
+            if (check_list(w, head, start, &count, &budget, &earliest, why))
+                return ROTA_ECORRUPT;
         }
     }
     for (unsigned word = 0; word < SLOT_COUNT / 64; word++)
@@ -1120,11 +1227,11 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     /* Outside a pass the idle path relies on these two. */
     if (!w->in_pass_ && !list_empty(&w->due_) && w->next_step_ > w->cur_)
         FAIL("next_step is later than a due timer");
-    if (!w->in_pass_ && w->earliest_ok_ && w->next_step_ > w->earliest_)
+    if (!w->in_pass_ && w->earliest_ != 0 && w->next_step_ > w->earliest_)
         FAIL("next_step is later than the cached earliest deadline");
     /* Early is allowed: after rota_timer_touch_unchecked() the cache may
      * hold an old deadline (rota.h); later than a pending deadline never. */
-    if (w->earliest_ok_ && w->earliest_ > earliest)
+    if (w->earliest_ != 0 && w->earliest_ > earliest)
         FAIL("cached earliest deadline is later than a pending one");
     if (why != NULL)
         *why = NULL;

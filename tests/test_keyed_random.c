@@ -230,17 +230,6 @@ static void verify_nothing_due(void)
     }
 }
 
-/* Whether an entry (re)armed in this advance is due: it waits for the
- * next call. */
-static bool rearmed_due(void)
-{
-    for (size_t i = 0; i < R.model.n; i++)
-        if (R.model.e[i].deadline <= R.model.now &&
-            R.model.e[i].pass == R.model.pass)
-            return true;
-    return false;
-}
-
 static void random_advance(void)
 {
     uint64_t now = R.model.now, r = rnd(100);
@@ -269,9 +258,16 @@ static void random_advance(void)
         CHECK_EQ_INT(fired, R.fired);
         if (backwards) /* nothing fires; rc says whether any is due */
             CHECK_EQ_INT(fired, 0);
-        else if (rc == 1 && fired < max)
-            CHECK(rearmed_due()); /* only those can stop a pass short */
-        else if (rc == 0)
+        else if (rc == 1 && fired < max) {
+            /* Re-armed entries wait for the next call, or the limit went
+             * on filing timers again (rota.h: it counts both).  A second,
+             * unlimited call at the same time fires the rest. */
+            km_begin_pass(&R.model, now);
+            R.fired = 0;
+            int rc2 = rota_keyed_advance(R.map, now);
+            CHECK_EQ_INT(rc2, R.fired);
+            verify_nothing_due();
+        } else if (rc == 0)
             verify_nothing_due();
     } else {
         int rc = rota_keyed_advance(R.map, now);

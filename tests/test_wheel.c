@@ -1298,6 +1298,19 @@ TEST(order_deadline_then_arm_order)
     CHECK_WHEEL(&wheel);
 }
 
+/* One advance_max() call; checks that its work (fires + timers filed
+ * again) stays within `max` and returns what the call returned. */
+static int advance_max_within(uint64_t now, size_t max, size_t *fired)
+{
+    struct rota_stats before, after;
+    rota_wheel_stats(&wheel, &before);
+    int rc = rota_wheel_advance_max(&wheel, now, max, fired);
+    rota_wheel_stats(&wheel, &after);
+    CHECK(*fired <= max);
+    CHECK(*fired + (after.refiled - before.refiled) <= max);
+    return rc;
+}
+
 TEST(advance_max_resumes_in_order)
 {
     struct tn t[10];
@@ -1305,20 +1318,30 @@ TEST(advance_max_resumes_in_order)
 
     rota_wheel_init(&wheel, 0);
     tn_init_all(t, 10);
+    /* Five pairs of equal deadlines, 10 .. 410: three pairs at level 0,
+     * two in a level-1 slot that must be cascaded before it fires. */
     for (int i = 0; i < 10; i++)
         rota_timer_arm(&wheel, &t[i].timer, 10 + (uint64_t)(i / 2) * 100);
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 1000, 0, &fired), 1);
     CHECK_EQ_U64(fired, 0);
     CHECK_EQ_U64(rota_wheel_now(&wheel), 1000);
-    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 1000, 3, &fired), 1);
+    CHECK_EQ_INT(advance_max_within(1000, 3, &fired), 1);
     CHECK_EQ_U64(fired, 3);
     CHECK_WHEEL(&wheel);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 110);
-    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 1000, 3, NULL), 1);
-    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 1500, 3, &fired), 1);
-    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 1500, 3, &fired), 0);
-    CHECK_EQ_U64(fired, 1);
+    CHECK_EQ_INT(advance_max_within(1000, 3, &fired), 1);
+    CHECK_EQ_U64(fired, 3);
+    CHECK_WHEEL(&wheel);
+    /* The rest later, three units a call: the cascade of the level-1 slot
+     * (4 timers) takes units too, so some calls fire fewer than three. */
+    int calls = 0, rc;
+    do {
+        rc = advance_max_within(1500, 3, &fired);
+        CHECK_WHEEL(&wheel);
+        CHECK(++calls <= 4);
+    } while (rc == 1);
+    CHECK_EQ_INT(rc, 0);
     CHECK_EQ_U64(nent, 10);
     for (size_t e = 0; e < nent; e++) {
         CHECK_EQ_INT(ent[e].id, (int)e);
@@ -1327,6 +1350,73 @@ TEST(advance_max_resumes_in_order)
     }
     CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 1500, 3, &fired), 0);
     CHECK_EQ_U64(fired, 0);
+    CHECK_WHEEL(&wheel);
+}
+
+/* A million idle connections put everything in one slot; a limited call
+ * must stay within its limit however big that slot is, and still fire
+ * every timer in the first step that reaches it, in deadline order. */
+TEST(limit_bounds_cascades_and_refiles)
+{
+    enum { COUNT = 4000, LIMIT = 64, STEP = 100 };
+    static struct tn t[COUNT];
+    size_t fired, calls = 0;
+
+    /* Just below a level-2 boundary, so most deadlines lie beyond it in one
+     * level-2 slot, cascaded all at once when the boundary comes. */
+    uint64_t start = 16 * span(2) - 20000;
+    rota_wheel_init(&wheel, start);
+    tn_init_all(t, COUNT);
+    for (int i = 0; i < COUNT; i++)
+        rota_timer_arm(&wheel, &t[i].timer, start + 1 + (uint64_t)i * 7);
+    for (int i = 0; i < COUNT; i += 3) /* touched: filed again later */
+        rota_timer_touch(&wheel, &t[i].timer, start + 5000 + (uint64_t)i * 9);
+    log_reset();
+    for (uint64_t now = start + STEP; now < start + 45000; now += STEP) {
+        int rc;
+        do {
+            rc = advance_max_within(now, LIMIT, &fired);
+            CHECK(rc == 0 || rc == 1);
+            if (++calls % 64 == 0)
+                CHECK_WHEEL(&wheel);
+        } while (rc == 1);
+        CHECK_EQ_U64(rota_wheel_count(&wheel), COUNT - nent); /* nothing lost */
+    }
+    CHECK_EQ_U64(nent, COUNT);
+    for (size_t e = 0; e < nent; e++) {
+        /* Never early, and in the first step that reached the deadline. */
+        CHECK(ent[e].now >= ent[e].now - ent[e].late);
+        CHECK(ent[e].late < STEP);
+        if (e > 0)
+            CHECK(ent[e].now - ent[e].late >= ent[e - 1].now - ent[e - 1].late);
+    }
+    CHECK_WHEEL(&wheel);
+}
+
+/* A timer armed while a limited call has left a slot half cascaded, with
+ * the same deadline as timers still waiting in that cascade, fires after
+ * them: ties keep arm order across calls. */
+TEST(arm_during_half_done_cascade_keeps_tie_order)
+{
+    struct tn t[3];
+    size_t fired;
+
+    rota_wheel_init(&wheel, 0);
+    tn_init_all(t, 3);
+    rota_timer_arm(&wheel, &t[0].timer, 300); /* a level-1 slot */
+    rota_timer_arm(&wheel, &t[1].timer, 300);
+    log_reset();
+    /* One unit: the slot's cascade starts, t0 is filed again, t1 waits. */
+    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 290, 1, &fired), 1);
+    CHECK_EQ_U64(fired, 0);
+    CHECK_WHEEL(&wheel);
+    CHECK_EQ_INT(rota_timer_arm(&wheel, &t[2].timer, 300), 0);
+    CHECK_WHEEL(&wheel);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 290), 0);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 300), 3);
+    CHECK_EQ_U64(nent, 3);
+    for (size_t e = 0; e < 3; e++)
+        CHECK_EQ_INT(ent[e].id, (int)e);
     CHECK_WHEEL(&wheel);
 }
 
@@ -2052,6 +2142,8 @@ int main(int argc, char **argv)
         H_TEST(periodic_rearm_becomes_oneshot_and_touch_keeps_period),
         H_TEST(order_deadline_then_arm_order),
         H_TEST(advance_max_resumes_in_order),
+        H_TEST(limit_bounds_cascades_and_refiles),
+        H_TEST(arm_during_half_done_cascade_keeps_tie_order),
         H_TEST(more_due_reported_on_every_path),
         H_TEST(relocate_keeps_place_and_order),
         H_TEST(relocate_from_own_callback),
