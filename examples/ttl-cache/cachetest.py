@@ -108,6 +108,11 @@ class Server:
             self.proc.kill()
             self.proc.wait()
             status = None
+        if status != 0:  # show why (a sanitizer report, say)
+            err = os.path.join(self.tmp, "err")
+            if os.path.exists(err):
+                with open(err) as f:
+                    sys.stdout.write(f.read()[-20000:])
         shutil.rmtree(self.tmp, ignore_errors=True)
         return status
 

@@ -424,7 +424,9 @@ static void ttl_generic(struct client *c, const struct arg *key, bool ms,
     long long t = absolute ? v->when : v->when - S.now_ms;
     if (t < 0)
         t = 0;
-    out_int(c, ms ? t : (t + 500) / 1000);
+    /* Rounded to the nearest second as Redis's (t + 500) / 1000, which
+     * overflows to a negative EXPIRETIME within 500 ms of LLONG_MAX. */
+    out_int(c, ms ? t : t / 1000 + (t % 1000 >= 500));
 }
 
 static void cmd_ttl(struct client *c, struct arg *a, size_t argc)
@@ -701,7 +703,8 @@ static void cmd_select(struct client *c, struct arg *a, size_t argc)
     if (!arg_ll(c, &a[1], &id))
         return;
     if (id < INT_MIN || id > INT_MAX)
-        out_error(c, "ERR value is out of range");
+        out_error(c, "ERR value is out of range, value must between "
+                     "-2147483648 and 2147483647");
     else if (id != 0)
         out_error(c, "ERR DB index is out of range");
     else
