@@ -32,12 +32,14 @@
  *   Client buffers are not counted (they are bounded on their own; Redis
  *   counts them).  Over --maxmemory, before each command, keys are evicted
  *   as Redis does, by sampling: --maxmemory-samples random keys (of all,
- *   or of those with a TTL), and the best victim among them goes (least
- *   recently used, or nearest expiry for volatile-ttl), until memory fits.
- *   Redis also keeps a pool of 16 good candidates between rounds, which
- *   brings its choice a little closer to the true LRU; sampling alone is
- *   the same approximation with a shorter memory.  When nothing can be
- *   evicted (noeviction, or no volatile key left) commands that add data
+ *   or of those with a TTL) join a pool of the 16 best candidates seen so
+ *   far, and the best of the pool goes (least recently used, or nearest
+ *   expiry for volatile-ttl), until memory fits.  This approximates the
+ *   exact order closely while costing a few probes per eviction; the
+ *   wheel does know the exact next expiry, but not which key it belongs
+ *   to through rota's public API, and an exact LRU list would cost two
+ *   pointers a key.  When nothing can be evicted (noeviction, or no
+ *   volatile key left) commands that add data
  *   are refused with Redis's -OOM error (commands.c).
  */
 #define _GNU_SOURCE
@@ -157,9 +159,15 @@ static void value_free(struct value *v)
     free(v);
 }
 
+#define POOL_SIZE 16
+static struct value *pool[POOL_SIZE]; /* see MEMORY AND EVICTION */
+static size_t pool_len;
+static void pool_remove(const struct value *v);
+
 /* Take v out of the index and free it (it is already out of the map). */
 static void forget(struct value *v)
 {
+    pool_remove(v);
     all_remove(v);
     vol_remove(v);
     value_free(v);
@@ -200,6 +208,7 @@ static void drop_value(struct rota_keyed *map, const void *key, size_t len,
 
 void store_flush(void)
 {
+    pool_len = 0;
     rota_keyed_drain(S.map, drop_value, NULL);
     S.all_len = S.vol_len = 0;
 }
@@ -231,12 +240,15 @@ struct value *store_lookup(const char *key, size_t len)
         forget(v);
         return NULL;
     }
+    if (pool_len > 0)
+        pool_remove(v); /* its idle time changes */
     v->lru = S.now_tick;
     return v;
 }
 
 static void set_volatile(struct value *v, long long when)
 {
+    pool_remove(v); /* its score changes */
     if (when == NO_EXPIRE)
         vol_remove(v);
     else if (v->vol_idx == SIZE_MAX &&
@@ -273,6 +285,7 @@ struct value *store_set(const char *key, size_t klen, const void *val,
         if (v->vol_idx != SIZE_MAX)
             S.vol[v->vol_idx] = v;
         v->when = old->when;
+        pool_remove(old);
         rota_keyed_set_at(S.map, key, klen, v, deadline_of(when), NULL);
         value_free(old);
     } else {
@@ -324,7 +337,53 @@ size_t store_used_memory(void)
     return used;
 }
 
-/* The sampled victim for the policy, or NULL when there is none. */
+/*
+ * The eviction pool, as Redis's: the best candidates seen by the last
+ * rounds of sampling, best last.  Each round adds --maxmemory-samples
+ * fresh samples and evicts the best of the pool, so a good candidate seen
+ * once is not forgotten because the next five samples were worse.  A key
+ * that leaves the store leaves the pool (forget()).
+ */
+static void pool_remove(const struct value *v)
+{
+    for (size_t i = 0; i < pool_len; i++)
+        if (pool[i] == v) {
+            memmove(&pool[i], &pool[i + 1], (pool_len - i - 1) * sizeof *pool);
+            pool_len--;
+            return;
+        }
+}
+
+/* How good a victim v is: the higher, the sooner it goes. */
+static uint64_t badness(const struct value *v)
+{
+    if (S.policy == POLICY_VOLATILE_TTL)
+        return UINT64_MAX - (uint64_t)v->when; /* nearest expiry */
+    return UINT64_MAX - v->lru;                /* least recently used */
+}
+
+static void pool_offer(struct value *v)
+{
+    uint64_t b = badness(v);
+    size_t i = 0;
+    for (size_t j = 0; j < pool_len; j++)
+        if (pool[j] == v)
+            return;
+    while (i < pool_len && badness(pool[i]) < b)
+        i++;
+    if (pool_len == POOL_SIZE) {
+        if (i == 0)
+            return; /* worse than everything in a full pool */
+        memmove(&pool[0], &pool[1], (i - 1) * sizeof *pool); /* drop worst */
+        pool[i - 1] = v;
+        return;
+    }
+    memmove(&pool[i + 1], &pool[i], (pool_len - i) * sizeof *pool);
+    pool[i] = v;
+    pool_len++;
+}
+
+/* The victim for the policy, or NULL when there is none. */
 static struct value *pick_victim(void)
 {
     bool volatile_only = S.policy == POLICY_VOLATILE_LRU ||
@@ -336,15 +395,9 @@ static struct value *pick_victim(void)
         return NULL;
     if (S.policy == POLICY_ALLKEYS_RANDOM || S.policy == POLICY_VOLATILE_RANDOM)
         return arr[rng_next() % len];
-    struct value *best = NULL;
-    for (unsigned i = 0; i < S.maxmemory_samples; i++) {
-        struct value *v = arr[rng_next() % len];
-        if (best == NULL ||
-            (S.policy == POLICY_VOLATILE_TTL ? v->when < best->when
-                                             : v->lru < best->lru))
-            best = v;
-    }
-    return best;
+    for (unsigned i = 0; i < S.maxmemory_samples; i++)
+        pool_offer(arr[rng_next() % len]);
+    return pool[pool_len - 1];
 }
 
 bool store_evict(void)
