@@ -292,6 +292,8 @@ static bool out_of_descriptors(void)
 
 static void accept_clients(void)
 {
+    if (S.reserve_fd < 0) /* lost when descriptors ran out: take it back */
+        S.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     for (int i = 0; i < 1000; i++) { /* then let the clients run */
         int fd = accept4(S.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
