@@ -91,6 +91,15 @@ struct client {
 
     char *out;
     size_t out_len, out_off, out_cap;
+
+    /* MULTI: the commands queued for EXEC, each one block (its struct
+     * arg array followed by the argument bytes). */
+    bool multi, multi_dirty;
+    struct queued {
+        struct arg *argv;
+        size_t argc;
+    } * queue;
+    size_t queued, queue_cap, queue_bytes;
 };
 
 /* ----------------------------------------------------------- policies */
@@ -205,5 +214,7 @@ bool policy_parse(const char *s, enum policy *out);
 /* --------------------------------------------------------- commands.c */
 
 void execute(struct client *c, struct arg *argv, size_t argc);
+/* Free a client's MULTI queue (at DISCARD, EXEC and close). */
+void multi_reset(struct client *c);
 
 #endif /* TTL_CACHE_H */

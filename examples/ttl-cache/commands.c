@@ -862,6 +862,103 @@ static void cmd_command(struct client *c, struct arg *a, size_t argc)
     out_array(c, 0); /* no command documentation: clients cope */
 }
 
+/* ------------------------------------------------------- transactions */
+
+/*
+ * MULTI / EXEC / DISCARD, as Redis runs them for a client library's
+ * transactional pipeline: after MULTI each command is checked (unknown,
+ * arity, memory) and queued ("+QUEUED"), or refused, which dooms the
+ * transaction (EXEC answers EXECABORT).  EXEC runs the queue with nothing
+ * in between (the server has one thread) and answers an array of the
+ * replies.  WATCH is not supported (it is an unknown command).  The queue
+ * is bounded by --client-query-buffer-limit, like the input it came from.
+ */
+void multi_reset(struct client *c)
+{
+    for (size_t i = 0; i < c->queued; i++)
+        free(c->queue[i].argv);
+    free(c->queue);
+    c->queue = NULL;
+    c->queued = c->queue_cap = c->queue_bytes = 0;
+    c->multi = c->multi_dirty = false;
+}
+
+static bool multi_queue(struct client *c, const struct arg *a, size_t argc)
+{
+    size_t bytes = argc * sizeof(struct arg);
+    for (size_t i = 0; i < argc; i++)
+        bytes += a[i].len;
+    if (c->queue_bytes + bytes > S.query_buffer_limit)
+        return false;
+    if (c->queued == c->queue_cap) {
+        size_t cap = c->queue_cap ? c->queue_cap * 2 : 8;
+        struct queued *q = realloc(c->queue, cap * sizeof *q);
+        if (q == NULL)
+            return false;
+        c->queue = q;
+        c->queue_cap = cap;
+    }
+    struct arg *copy = malloc(bytes > 0 ? bytes : 1);
+    if (copy == NULL)
+        return false;
+    char *p = (char *)(copy + argc);
+    for (size_t i = 0; i < argc; i++) {
+        memcpy(p, a[i].p, a[i].len);
+        copy[i] = (struct arg){p, a[i].len, 0};
+        p += a[i].len;
+    }
+    c->queue[c->queued++] = (struct queued){copy, argc};
+    c->queue_bytes += bytes;
+    return true;
+}
+
+static void cmd_multi(struct client *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    if (c->multi) {
+        out_error(c, "ERR MULTI calls can not be nested");
+        return;
+    }
+    c->multi = true;
+    out_ok(c);
+}
+
+static void cmd_discard(struct client *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    if (!c->multi) {
+        out_error(c, "ERR DISCARD without MULTI");
+        return;
+    }
+    multi_reset(c);
+    out_ok(c);
+}
+
+static const struct command *lookup(const struct arg *name);
+
+static void cmd_exec(struct client *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    if (!c->multi) {
+        out_error(c, "ERR EXEC without MULTI");
+        return;
+    }
+    if (c->multi_dirty) {
+        out_error(c, "EXECABORT Transaction discarded because of previous "
+                     "errors.");
+        multi_reset(c);
+        return;
+    }
+    out_array(c, (long long)c->queued);
+    for (size_t i = 0; i < c->queued; i++) {
+        struct queued *q = &c->queue[i];
+        store_tick();
+        S.commands++;
+        lookup(&q->argv[0])->fn(c, q->argv, q->argc);
+    }
+    multi_reset(c);
+}
+
 /* ----------------------------------------------------------- dispatch */
 
 /* Most used first: the lookup is a scan. */
@@ -907,6 +1004,9 @@ static const struct command commands[] = {
     {"quit", -1, 0, cmd_quit},
     {"config", -2, 0, cmd_config},
     {"command", -1, 0, cmd_command},
+    {"multi", 1, 0, cmd_multi},
+    {"exec", 1, 0, cmd_exec},
+    {"discard", 1, 0, cmd_discard},
 };
 
 static const struct command *lookup(const struct arg *name)
@@ -954,15 +1054,27 @@ void execute(struct client *c, struct arg *a, size_t argc)
         a[0].p = name;
         reply_unknown(c, a, argc);
         a[0] = copy;
+        c->multi_dirty = c->multi;
         return;
     }
     if ((cmd->arity > 0 && (size_t)cmd->arity != argc) ||
         argc < (size_t)(cmd->arity < 0 ? -cmd->arity : 0)) {
         reply_arity(c, cmd->name);
+        c->multi_dirty = c->multi;
         return;
     }
     if (S.maxmemory > 0 && !store_evict() && (cmd->flags & CMD_DENYOOM)) {
         out_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
+        c->multi_dirty = c->multi;
+        return;
+    }
+    if (c->multi && cmd->fn != cmd_exec && cmd->fn != cmd_discard &&
+        cmd->fn != cmd_multi && cmd->fn != cmd_quit) {
+        if (!multi_queue(c, a, argc)) {
+            c->closing = true; /* past the query buffer limit */
+            return;
+        }
+        out_str(c, "+QUEUED\r\n");
         return;
     }
     cmd->fn(c, a, argc);

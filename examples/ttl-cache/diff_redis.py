@@ -349,11 +349,18 @@ def scripted(d):
         ("SCAN", "0", "COUNT", "x"), ("SCAN", "0", "COUNT"),
         ("SCAN", "0", "BOGUS", "1"), ("SCAN", "99999999999999999999"),
     ]
+    script += [
+        ("EXEC",), ("DISCARD",), ("MULTI",), ("SET", "tx", "1"), ("INCR", "tx"),
+        ("MULTI",), ("GET", "tx"), ("EXEC",), ("MULTI",), ("SET", "tx", "2"),
+        ("DISCARD",), ("GET", "tx"), ("MULTI",), ("EXEC",), ("MULTI",),
+        ("SET", "tx", "3"), ("FOO",), ("EXEC",), ("GET", "tx"), ("MULTI",),
+        ("GET",), ("INCR", "tx"), ("EXEC",), ("MULTI",), ("SET", "tx", "x"),
+        ("INCR", "tx"), ("GET", "tx"), ("EXEC",)]
     for args in script:
         name = args[0].upper() if isinstance(args[0], str) else ""
         d.cmd(*args, compare=TIMED.get(name))
     keys = ["a", "b", "n", "p", "s", "s2", "i", "t", "m1", "m2", "new", "e",
-            "e2", "h", "hc", "sec"]
+            "e2", "h", "hc", "sec", "tx"]
     d.settle(keys)
     for opts in [(), ("MATCH", "*"), ("MATCH", "s*"), ("MATCH", "[a-e]*"),
                  ("MATCH", "?"), ("COUNT", 1), ("TYPE", "string"),

@@ -119,6 +119,7 @@ static void client_close(struct client *c)
     free(c->out);
     free(c->argv);
     free(c->inline_buf);
+    multi_reset(c);
     free(c);
     S.clients--;
     unpark_listener(); /* a descriptor is free again */
