@@ -1,7 +1,7 @@
 /*
  * cache.h - the TTL cache example's internal interfaces (not installed).
  *
- * The server is four parts, one file each:
+ * The server is five parts, one file each:
  *   resp.c      the Redis protocol: request parsing (RESP arrays and inline
  *               commands, with Redis's limits and error texts), reply
  *               encoding, and the string helpers Redis's commands share
@@ -9,7 +9,8 @@
  *   store.c     the keyspace: one rota keyed map holding every key, the
  *               Redis expiry rules on top of it, the index used by SCAN and
  *               eviction sampling, memory accounting and eviction;
- *   commands.c  the command table and the commands;
+ *   keyspace.c  the commands on keys (strings, counters, expiry, SCAN);
+ *   commands.c  dispatch, MULTI/EXEC and the server commands;
  *   server.c    options, the epoll loop, clients and their buffers.
  * Everything runs on one thread; the state lives in the global `S`.
  */
@@ -211,7 +212,25 @@ long long store_avg_ttl(void);
 const char *policy_name(enum policy p);
 bool policy_parse(const char *s, enum policy *out);
 
-/* --------------------------------------------------------- commands.c */
+/* ------------------------------------------- commands.c, keyspace.c */
+
+#define CMD_DENYOOM 1u /* refused when memory cannot be freed */
+
+typedef void command_fn(struct client *c, struct arg *a, size_t argc);
+
+struct command {
+    const char *name; /* lower case, as Redis names it in errors */
+    int arity;        /* > 0: exactly; < 0: at least -arity arguments */
+    unsigned flags;
+    command_fn *fn;
+};
+
+extern const struct command keyspace_commands[];
+extern const size_t keyspace_ncommands;
+extern const char *const not_integer, *const syntax_error;
+void reply_arity(struct client *c, const char *name);
+/* A strict integer argument, or Redis's "not an integer" reply. */
+bool arg_ll(struct client *c, const struct arg *a, long long *v);
 
 void execute(struct client *c, struct arg *argv, size_t argc);
 /* Free a client's MULTI queue (at DISCARD, EXEC and close). */
