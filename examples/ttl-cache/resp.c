@@ -56,6 +56,8 @@ bool out_reserve(struct client *c, size_t more)
 {
     if (c->out_off > 0 && c->out_off == c->out_len)
         c->out_off = c->out_len = 0;
+    if (more > SIZE_MAX / 2 - c->out_len)
+        return false;
     if (c->out_len + more <= c->out_cap)
         return true;
     if (c->out_off > 0) { /* compact before growing */
@@ -78,8 +80,6 @@ bool out_reserve(struct client *c, size_t more)
 
 void out_add(struct client *c, const void *data, size_t len)
 {
-    if (c->closing && c->out == NULL && len == 0)
-        return;
     if (!out_reserve(c, len)) {
         c->closing = true; /* cannot reply: drop the client */
         c->out_len = c->out_off = 0;
@@ -129,7 +129,8 @@ void out_bulk(struct client *c, const void *data, size_t len)
     buf[n++] = '\r';
     buf[n++] = '\n';
     if (!out_reserve(c, n + len + 2)) {
-        out_add(c, NULL, SIZE_MAX); /* fails: closes the client */
+        c->closing = true; /* cannot reply: drop the client */
+        c->out_len = c->out_off = 0;
         return;
     }
     memcpy(c->out + c->out_len, buf, n);

@@ -215,15 +215,15 @@ static void client_service(struct client *c)
     update_events(c);
 }
 
+/* Room to read another chunk.  The buffer doubles as a request grows, so
+ * a big bulk costs a logarithmic number of copies; it never grows ahead of
+ * the data, so announcing a 512 MB bulk and sending nothing costs nothing. */
 static bool in_reserve(struct client *c)
 {
-    size_t want = c->in_len + READ_CHUNK;
-    if (c->need > want)
-        want = c->need; /* a big bulk: room for all of it at once */
-    if (want <= c->in_cap)
+    if (c->in_cap - c->in_len >= READ_CHUNK)
         return true;
     size_t cap = c->in_cap ? c->in_cap : READ_CHUNK;
-    while (cap < want)
+    while (cap - c->in_len < READ_CHUNK)
         cap *= 2;
     char *p = realloc(c->in, cap);
     if (p == NULL)

@@ -125,6 +125,17 @@ t.equal(raw_exchange(port, b"*1\r\n$536870913\r\n"),
         PE + b"invalid bulk length\r\n", "a bulk of 512 MB + 1 is refused")
 t.equal(raw_exchange(port, b"*1\r\n$536870912\r\nabc", timeout=0.3),
         b"<open>", "a bulk of 512 MB is accepted (the server waits for it)")
+# Announcing big bulks reserves nothing ahead of the data.
+vm0 = srv.rss_kb("VmSize")
+held = [srv.connect() for _ in range(10)]
+for h in held:
+    h.send(b"*1\r\n$536870912\r\n" + b"d" * 100000)
+time.sleep(0.3)
+vm1 = srv.rss_kb("VmSize")
+t.check(vm1 - vm0 < 64 * 1024, "10 clients announcing 512 MB bulks: "
+        "virtual size %d -> %d kB" % (vm0, vm1))
+for h in held:
+    h.close()
 t.equal(raw_exchange(port, b"*2147483647\r\n", timeout=0.3), b"<open>",
         "an array of INT_MAX elements is accepted (and waited for)")
 t.equal(raw_exchange(port, b"x" * 70000), PE + b"too big inline request\r\n",
