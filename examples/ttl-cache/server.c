@@ -254,13 +254,16 @@ static void client_readable(struct client *c)
             break;
         }
         c->in_len += (size_t)n;
-        if (c->in_len - c->qpos > S.query_buffer_limit) {
+        process_input(c);
+        /* The request not yet run: its bytes and its parsed arguments (a
+         * million empty bulks are 6 MB of input but 24 MB of arguments). */
+        if (c->in_len - c->qpos + c->argc * sizeof(struct arg) >
+            S.query_buffer_limit) {
             fprintf(stderr, "rota-ttl-cache: closing a client whose query "
                             "buffer passed client-query-buffer-limit\n");
             client_close(c);
             return;
         }
-        process_input(c);
     }
     client_service(c);
 }
