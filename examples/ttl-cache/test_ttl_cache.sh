@@ -136,7 +136,8 @@ expect "500 expiring + 20 persistent keys" "520" DBSIZE
 sleep 1.5
 expect "the 500 expired, the 20 stayed" "20" DBSIZE
 
-# --- errors get a reply and the connection stays usable
+# --- command errors get a reply and the connection stays usable; a protocol
+# error gets a reply and closes it
 expect "unknown command" "ERR unknown command 'FOO', with args beginning with: " FOO
 expect "wrong arity" "ERR wrong number of arguments for 'get' command" GET
 expect "bad expire" "ERR invalid expire time in 'set' command" SET x v EX 0
