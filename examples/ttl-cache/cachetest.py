@@ -5,6 +5,7 @@ free loopback port in a temporary directory, raw RESP connections, reading
 one reply's exact bytes, and a small pass/fail tally that ends a test with
 "N passed, N failed".  Standard library only.
 """
+import atexit
 import os
 import re
 import shutil
@@ -40,10 +41,14 @@ class Tally:
 
 
 class Server:
-    """A server process on 127.0.0.1 with its own temporary directory."""
+    """A server process on 127.0.0.1 with its own temporary directory.
+    A test that dies half way still stops its servers (atexit)."""
+
+    running = []
 
     def __init__(self, argv, port, tmp, proc):
         self.argv, self.port, self.tmp, self.proc = argv, port, tmp, proc
+        Server.running.append(self)
 
     @classmethod
     def cache(cls, binary, *flags, preexec=None):
@@ -100,6 +105,8 @@ class Server:
 
     def stop(self):
         """SIGTERM, wait; the exit status (None if it had to be killed)."""
+        if self in Server.running:
+            Server.running.remove(self)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
@@ -131,6 +138,12 @@ class Server:
                 if line.startswith(field + ":"):
                     return int(line.split()[1])
         return 0
+
+
+@atexit.register
+def _stop_all():
+    for srv in list(Server.running):
+        srv.stop()
 
 
 def free_port():
