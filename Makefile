@@ -12,6 +12,9 @@
 #                       BENCH_ARGS=--quick makes all three a smoke run
 #   make bench-server   Release build in build-server/, runs the idle
 #                       server's figures (examples/idle-server/README.md)
+#   make bench-cache    Release build in build-cache/, redis-benchmark
+#                       against the TTL cache and redis-server
+#                       (examples/ttl-cache/README.md)
 #   make install        build/ installed into $(PREFIX) (default /usr/local)
 #   make format         clang-format -i every C file
 #   make format-check   fail if any C file is not clang-formatted
@@ -38,15 +41,15 @@ else
 WERROR := OFF
 endif
 
-BUILD_DIRS := build build-asan build-tsan build-fuzz build-release build-server
+BUILD_DIRS := build build-asan build-tsan build-fuzz build-release build-server build-cache
 
 # Every C source and header of the project (what exists of these folders).
 FORMAT_DIRS := $(wildcard include src tests bench examples fuzz)
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null) \
                $(wildcard *.c *.h)
 
-.PHONY: all build test bench bench-server install format format-check \
-	license-check refs-check abi-update single-file clean
+.PHONY: all build test bench bench-server bench-cache install format \
+	format-check license-check refs-check abi-update single-file clean
 
 all: build
 
@@ -82,6 +85,14 @@ bench-server:
 		-DROTA_BUILD_EXAMPLES=ON -DROTA_BUILD_TESTS=OFF -DROTA_BUILD_BENCH=OFF \
 		-DROTA_WERROR=$(WERROR)
 	$(CMAKE) --build build-server -j $(JOBS) --target bench-server
+
+# The bench-cache target (examples/ttl-cache/CMakeLists.txt) builds the
+# cache and runs bench_cache.sh (needs redis-server and redis-benchmark).
+bench-cache:
+	$(CMAKE) -S . -B build-cache -DCMAKE_BUILD_TYPE=Release \
+		-DROTA_BUILD_EXAMPLES=ON -DROTA_BUILD_TESTS=OFF -DROTA_BUILD_BENCH=OFF \
+		-DROTA_WERROR=$(WERROR)
+	$(CMAKE) --build build-cache -j $(JOBS) --target bench-cache
 
 install: build
 	$(CMAKE) --install build --prefix $(PREFIX)

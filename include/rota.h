@@ -550,20 +550,19 @@ static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
 }
 
 /*
- * As rota_wheel_advance(), but the call does at most `max_fires` units of
- * work and then stops; the next call (with the same or a later `now`)
- * resumes where this one stopped, in order, so no due timer is skipped and
- * none fires early.  A unit is one callback run, or one timer moved between
- * the wheel's lists: filed again when a higher-level slot comes due (a
- * cascade) or when a touched timer's old slot or the due list reaches it.
- * So one call runs at most `max_fires` callbacks, touches at most
- * `max_fires` timers besides, and costs at most max_fires x (a callback +
- * a cache miss) + O(levels), however many timers a slot holds.  Stores the
- * number of callbacks run in *fired (if not NULL).  Returns 1 if it
- * stopped at the limit with work left (due timers, or timers to file
- * again: call again soon, before sleeping), 0 if nothing due remains, or a
- * negative error.  While a cascade is left half done, rota_timer_arm() of a
- * deadline inside that slot takes the out-of-line path and keeps tie order.
+ * As rota_wheel_advance(), but the call runs at most `max_fires` callbacks
+ * and files at most `max_fires` timers again, then stops; the next call
+ * (with the same or a later `now`) resumes where this one stopped, in
+ * order, so no due timer is skipped and none fires early.  Filing again is
+ * the wheel's own work: moving the timers of a higher-level slot that comes
+ * due (a cascade) or a touched timer whose old slot or the due list
+ * reaches it.  So one call costs at most max_fires x (a callback + a cache
+ * miss) + O(levels), however many timers a slot holds.  Stores the number
+ * of callbacks run in *fired (if not NULL).  Returns 1 if it stopped at a
+ * limit with work left (due timers, or timers to file again: call again
+ * soon, before sleeping), 0 if nothing due remains, or a negative error.
+ * While a cascade is left half done, rota_timer_arm() of a deadline inside
+ * that slot takes the out-of-line path, to keep tie order.
  */
 ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
                                     size_t max_fires, size_t *fired);
@@ -573,11 +572,11 @@ ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
  * timers into out[], in firing order, calling nothing.  Each timer handed
  * back is no longer pending, except a periodic timer, which the wheel has
  * already re-armed (and which may appear more than once under
- * ROTA_MISSED_BURST).  `cap` also bounds the call's work as the limit of
- * rota_wheel_advance_max() does: each timer handed back and each timer
- * filed again counts one.  Stores the count in *n (if not NULL); returns 1
- * if it stopped at `cap` with work left (call again: nothing due is ever
- * dropped), 0 if nothing due remains, or ROTA_EINVAL, ROTA_EBUSY.
+ * ROTA_MISSED_BURST).  `cap` also bounds the timers the call files again,
+ * as the limit of rota_wheel_advance_max() does.  Stores the count in *n
+ * (if not NULL); returns 1 if it stopped at `cap` with work left (call
+ * again: nothing due is ever dropped), 0 if nothing due remains, or
+ * ROTA_EINVAL, ROTA_EBUSY.
  */
 ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
                                struct rota_timer **out, size_t cap, size_t *n);

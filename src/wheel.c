@@ -88,9 +88,9 @@
  *   A cascade files a whole slot again, and a slot can hold most of the
  *   wheel: a million idle connections with a 30 s timeout all sit in the
  *   one slot beyond the next 65,536-tick boundary, and refiling them takes
- *   tens of milliseconds.  So advance_max() and expire() count their work
- *   in units, one per callback (or timer handed out) and one per timer
- *   filed again, and stop when the caller's limit is spent.  A slot that
+ *   tens of milliseconds.  So advance_max() and expire() count the timers
+ *   they fire (or hand out) and the timers they file again, each against
+ *   the caller's limit, and stop when either is spent.  A slot that
  *   comes due is not refiled at once: its list becomes the cascade list,
  *   which peek_due() works through front to back, within the budget, after
  *   the due list and before the next slot; cur stays at the slot's start,
@@ -346,9 +346,10 @@ static unsigned index_of(unsigned slot)
 
 /* ------------------------------------------------------------- filing */
 
-/* Put a timer in the list its deadline implies relative to cur. */
-static void place_timer(struct rota_wheel *w, struct rota_timer *t,
-                        uint64_t deadline)
+/* Put a timer in the list its deadline implies relative to cur.  Inline
+ * everywhere: it is most of a cascade's and a periodic fire's work. */
+static inline __attribute__((always_inline)) void
+place_timer(struct rota_wheel *w, struct rota_timer *t, uint64_t deadline)
 {
     if (deadline <= w->cur_) {
         list_append(&w->due_, &t->link_);
@@ -374,7 +375,8 @@ static void place_timer(struct rota_wheel *w, struct rota_timer *t,
  * of the cascade list instead: filing it below would put it ahead of older
  * timers with the same deadline that the cascade has not reached yet.
  */
-static void file_timer(struct rota_wheel *w, struct rota_timer *t)
+static inline __attribute__((always_inline)) void
+file_timer(struct rota_wheel *w, struct rota_timer *t)
 {
     if (t->deadline_ < w->cascade_end_)
         list_append(&w->cascade_, &t->link_);
@@ -464,24 +466,25 @@ static void refile_batch(struct rota_wheel *w, struct rota_link *batch)
 }
 
 /*
- * The work of one call is counted in units (rota.h, rota_wheel_advance_max):
- * one per timer handed out or fired, one per timer filed again.  `left` is
- * what remains; `stopped` says that some work could not be done for want of
- * units.  An unlimited call starts with SIZE_MAX.
+ * What one call may still do (rota.h, rota_wheel_advance_max): fire (or
+ * hand out) `fires` timers and file `moves` timers again, each starting at
+ * the caller's limit (SIZE_MAX for an unlimited call).  `stopped` says that
+ * some work could not be done for want of one or the other.
  */
 struct budget {
-    size_t left;
+    size_t fires;
+    size_t moves;
     bool stopped;
 };
 
-/* Take one unit, or note that there is none. */
-static bool spend(struct budget *b)
+/* Take one unit of `*left`, or note that there is none. */
+static bool spend(struct budget *b, size_t *left)
 {
-    if (b->left == 0) {
+    if (*left == 0) {
         b->stopped = true;
         return false;
     }
-    b->left--;
+    --*left;
     return true;
 }
 
@@ -491,9 +494,9 @@ static bool spend(struct budget *b)
  */
 static bool run_cascade(struct rota_wheel *w, struct budget *b)
 {
-    preload(&w->cascade_, b->left / 2);
+    preload(&w->cascade_, b->moves / 2);
     while (!list_empty(&w->cascade_)) {
-        if (!spend(b))
+        if (!spend(b, &b->moves))
             return false;
         struct rota_timer *t = timer_of(w->cascade_.next);
         list_unlink(&t->link_);
@@ -531,7 +534,7 @@ static bool step(struct rota_wheel *w, uint64_t limit, struct budget *b)
          * walk.  peek_due() files a touched one again when it reaches the
          * head, against this same cur. */
         list_move_all(&w->due_, head);
-        preload(&w->due_, b->left / 2);
+        preload(&w->due_, b->fires / 2);
         return true;
     }
     /* next_step_ stays at cur while the cascade lasts: no idle path. */
@@ -555,7 +558,7 @@ static struct rota_timer *peek_due(struct rota_wheel *w, struct budget *b)
             struct rota_timer *t = timer_of(w->due_.next);
             if (t->deadline_ <= w->cur_)
                 return t;
-            if (!spend(b))
+            if (!spend(b, &b->moves))
                 return NULL;
             list_unlink(&t->link_);
             file_timer(w, t);
@@ -621,7 +624,8 @@ static bool next_period(const struct rota_wheel *w, const struct rota_timer *t,
 
 /* Remove the due timer at the head and account for its firing; a periodic
  * timer is filed again first, so its callback may cancel or re-arm it. */
-static uint64_t take_due(struct rota_wheel *w, struct rota_timer *t)
+static inline __attribute__((always_inline)) uint64_t
+take_due(struct rota_wheel *w, struct rota_timer *t)
 {
     uint64_t fired = t->deadline_;
     uint64_t next;
@@ -739,7 +743,7 @@ static int __attribute__((noinline))
 advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
              size_t *fired)
 {
-    struct budget b = {max_fires, false};
+    struct budget b = {max_fires, max_fires, false};
     size_t count = 0;
     int more = 0;
 
@@ -753,7 +757,16 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
     case PASS_RUN: {
         struct rota_timer *t;
         w->in_pass_ = 1;
-        while ((t = peek_due(w, &b)) != NULL && spend(&b)) {
+        for (;;) {
+            /* The usual case first: the due list's head is due. */
+            struct rota_link *head = w->due_.next;
+            if (head != &w->due_ && timer_of(head)->deadline_ <= w->cur_ &&
+                b.fires > 0) {
+                t = timer_of(head);
+                b.fires--;
+            } else if ((t = peek_due(w, &b)) == NULL || !spend(&b, &b.fires)) {
+                break;
+            }
             rota_timer_fn *fn = t->fn_;
             uint64_t late = take_due(w, t);
             count++;
@@ -809,7 +822,7 @@ int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
 int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
                       struct rota_timer **out, size_t cap, size_t *n)
 {
-    struct budget b = {cap, false};
+    struct budget b = {cap, cap, false};
     size_t count = 0;
     int more = 0;
 
@@ -826,7 +839,7 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
         break;
     case PASS_RUN: {
         struct rota_timer *t;
-        while ((t = peek_due(w, &b)) != NULL && spend(&b)) {
+        while ((t = peek_due(w, &b)) != NULL && spend(&b, &b.fires)) {
             take_due(w, t);
             out[count++] = t;
         }
@@ -843,7 +856,7 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
 /* The exact earliest deadline, computed (see the essay). */
 static uint64_t find_earliest(struct rota_wheel *w)
 {
-    struct budget all = {SIZE_MAX, false};
+    struct budget all = {SIZE_MAX, SIZE_MAX, false};
 
     /* Untouched timers on the due list are due at cur, earlier than any
      * slot; touched ones at its head are filed where they belong.  A

@@ -1,0 +1,539 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""diff_redis.py - rota-ttl-cache against a real redis-server, byte for byte.
+
+    diff_redis.py PATH/TO/rota-ttl-cache [--plant-fault NAME]
+
+Starts redis-server (no persistence) and the cache on loopback ports, sends
+both the same commands over RESP and compares the replies byte for byte:
+  1. scripted cases: malformed and cut requests on fresh connections (the
+     whole exchange, up to the server closing), half-close, expiry
+     boundaries on the real clock, every command of the subset with edge
+     arguments;
+  2. a seeded random stream (ROTA_SEED=n repeats one; the seed is printed)
+     of every command of the subset over a pool of awkward keys (empty,
+     binary, CR LF, 300 bytes) and values (integer edges, non-integers),
+     with valid and invalid options, relative and absolute expiry times,
+     wrong arities, unknown commands, mixed-case names and inline requests
+     with Redis's quoting.  ROTA_TEST_SCALE=small runs fewer steps.
+
+Exits 77 (CTest: skipped) when redis-server is not installed.  With
+--plant-fault the cache is started with a deliberate bug and the test
+passes only if the comparison catches it (the self-check proving that a
+difference cannot slip through).
+
+THE ALLOW-LIST: the only differences accepted, each for a stated reason.
+  - EXPIRETIME of a key expiring within 500 ms of LLONG_MAX ms: Redis's
+    rounding, (ms + 500) / 1000, overflows and answers a negative time;
+    the cache answers the rounded positive one (9223372036854776).
+  - TTL and EXPIRETIME may differ by 1, PTTL and PEXPIRETIME by 500 ms:
+    the two servers read their clocks at different instants (the command
+    reaches one before the other), and TTL rounds to whole seconds.
+  - SCAN: cursors and the order and grouping of keys are each server's
+    own (both are valid SCAN answers); a whole iteration must return the
+    same set of keys.  KEYS: the same keys in any order.
+  - INFO: only the db0 line's keys= and expires= are compared; avg_ttl is
+    an estimate in Redis, and the other fields describe each process.
+  - A bulk whose data is longer than its announced length: Redis skips the
+    two bytes after the data unread and goes on with whatever follows; the
+    cache refuses with "-ERR Protocol error: expected CRLF after bulk" and
+    closes (running misframed bytes is how injection starts).
+  - Not compared at all, because the cache does not pretend to be
+    the rest of Redis: SELECT of a database other than 0 (the cache has
+    one), CONFIG (the cache answers GET for its own few parameters),
+    COMMAND (the cache has no command documentation), memory figures.
+  - Keys whose expiry passed but that Redis has not reclaimed yet still
+    count in Redis's DBSIZE, SCAN and KEYS until something touches them
+    (Redis 7.0 stores SET ... EXAT <past> and reclaims it lazily); the
+    cache removes them at once.  Before DBSIZE, SCAN, KEYS and INFO the
+    test touches every key of the pool on both servers (EXISTS, compared
+    too), after which both must agree exactly.
+"""
+import os
+import random
+import sys
+import time
+
+from cachetest import SKIP, Server, Tally, decode, encode, raw_exchange
+
+LLONG_MAX = 2**63 - 1
+LLONG_MIN = -2**63
+
+
+def main():
+    binary = sys.argv[1]
+    fault = None
+    if len(sys.argv) == 4 and sys.argv[2] == "--plant-fault":
+        fault = sys.argv[3]
+    redis = Server.redis()
+    if redis is None:
+        print("SKIP: redis-server not found (Debian: apt-get install "
+              "redis-server); the differential test needs a real one")
+        sys.exit(SKIP)
+    flags = ["--plant-fault", fault] if fault else []
+    cache = Server.cache(binary, *flags)
+    seed = int(os.environ.get("ROTA_SEED", random.randrange(1 << 32)))
+    small = os.environ.get("ROTA_TEST_SCALE") == "small"
+    steps = 3000 if small else 20000
+    print("seed %d (ROTA_SEED=%d to repeat), %d random steps, redis-server "
+          "on port %d, cache on port %d" % (seed, seed, steps, redis.port,
+                                             cache.port), flush=True)
+    d = Diff(redis, cache, stop_at_first=fault is not None)
+    try:
+        if fault is not None:  # caught by the random part, not the script
+            randomized(d, random.Random(seed), steps)
+        scripted(d)
+        randomized(d, random.Random(seed), steps)
+    except Mismatch:
+        pass
+    finally:
+        status = cache.stop()
+        redis.stop()
+    if fault is not None:
+        caught = d.t.failed > 0
+        print("planted fault %r %s" % (fault, "caught: the comparison can fail"
+                                       if caught else "NOT caught"))
+        sys.exit(0 if caught else 1)
+    d.t.equal(status, 0, "cache exit status after SIGTERM")
+    print("%d commands compared" % d.compared)
+    d.t.finish()
+
+
+class Mismatch(Exception):
+    pass
+
+
+class Diff:
+    def __init__(self, redis, cache, stop_at_first):
+        self.redis, self.cache = redis, cache
+        self.r, self.c = redis.connect(), cache.connect()
+        self.t = Tally()
+        self.stop_at_first = stop_at_first
+        self.compared = 0
+
+    def fail(self, what, want, got):
+        self.t.check(False, "%s\n  redis-server: %r\n  rota-ttl-cache: %r"
+                     % (what, want[:300], got[:300]))
+        if self.stop_at_first or self.t.failed >= 10:
+            raise Mismatch()
+
+    def both(self, data):
+        """Send raw request bytes to both; the replies (one each)."""
+        self.r.send(data)
+        self.c.send(data)
+        replies = []
+        for name, conn in (("redis-server", self.r), ("rota-ttl-cache", self.c)):
+            try:
+                replies.append(conn.reply())
+            except (EOFError, OSError) as e:
+                self.t.check(False, "%s closed the connection (%s) on %r"
+                             % (name, e, data[:200]))
+                raise Mismatch()
+        return replies[0], replies[1]
+
+    def cmd(self, *args, compare=None):
+        """One command to both servers; compared exactly unless the
+        allow-list gives a comparator.  Returns redis-server's reply."""
+        want, got = self.both(encode(*args))
+        self.compared += 1
+        ok = compare(want, got) if compare else want == got
+        if ok:
+            self.t.passed += 1
+        else:
+            self.fail("%r" % (args,), want, got)
+        return want
+
+    def raw(self, data, what, half_close=False):
+        """A whole exchange on fresh connections, up to the close."""
+        want = raw_exchange(self.redis.port, data, 0.5, half_close)
+        got = raw_exchange(self.cache.port, data, 0.5, half_close)
+        self.compared += 1
+        if want == got:
+            self.t.passed += 1
+        else:
+            self.fail(what, want, got)
+
+    def reconnect(self):
+        self.r.close()
+        self.c.close()
+        self.r, self.c = self.redis.connect(), self.cache.connect()
+
+    def settle(self, keys):
+        """Touch every key so Redis reclaims what has expired."""
+        for k in keys:
+            self.cmd("EXISTS", k)
+
+    def scan_all(self, *opts):
+        """Compare the keys of whole SCAN iterations as sets."""
+        sets = []
+        for conn in (self.r, self.c):
+            cursor, keys, calls = b"0", [], 0
+            while True:
+                conn.send(encode("SCAN", cursor, *opts))
+                rep = decode(conn.reply())
+                if isinstance(rep, Exception):
+                    keys = rep
+                    break
+                cursor, batch = rep
+                keys += batch
+                calls += 1
+                if cursor == b"0" or calls > 100000:
+                    break
+            sets.append(keys if isinstance(keys, Exception) else sorted(set(keys)))
+        self.compared += 1
+        same = (str(sets[0]) == str(sets[1]) if isinstance(sets[0], Exception)
+                else sets[0] == sets[1])
+        if same:
+            self.t.passed += 1
+        else:
+            self.fail("SCAN %r (whole iteration)" % (opts,), sets[0], sets[1])
+
+
+# ---------------------------------------------------------- comparators
+def within(tolerance):
+    def compare(want, got):
+        if want == got:
+            return True
+        a, b = decode(want), decode(got)
+        return (isinstance(a, int) and isinstance(b, int) and a >= 0 and
+                b >= 0 and abs(a - b) <= tolerance)
+    return compare
+
+
+def same_set(want, got):
+    a, b = decode(want), decode(got)
+    return (isinstance(a, list) and isinstance(b, list) and
+            sorted(a) == sorted(b)) or want == got
+
+
+def keyspace_counts(want, got):
+    def counts(rep):
+        for line in decode(rep).split(b"\r\n"):
+            if line.startswith(b"db0:"):
+                f = dict(x.split(b"=") for x in line[4:].split(b","))
+                return f[b"keys"], f[b"expires"]
+        return None
+    return counts(want) == counts(got)
+
+
+def expiretime(want, got):
+    """Redis rounds EXPIRETIME as (ms + 500) / 1000, which overflows to a
+    negative number for an expiry within 500 ms of LLONG_MAX (PEXPIREAT k
+    9223372036854775807); the cache answers the rounded value."""
+    if decode(want) == (LLONG_MAX + 500 - 2**64) // 1000 + 1 and \
+            decode(got) == LLONG_MAX // 1000 + 1:
+        return True
+    return within(1)(want, got)
+
+
+TIMED = {"TTL": within(1), "EXPIRETIME": expiretime, "PTTL": within(500),
+         "PEXPIRETIME": within(500)}
+
+
+# ---------------------------------------------------------- scripted part
+def scripted(d):
+    PE = b"-ERR Protocol error: "
+    for data, what in [
+            (b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$abc\r\nFLUSHALL\r\n", "bad bulk, FLUSHALL"),
+            (b"*2\r\n$4\r\nECHO\r\n#SET injected 1\r\nSET injected 1\r\n", "'#' for '$'"),
+            (b"*abc\r\nPING\r\n", "*abc"), (b"*1\r\n$-1\r\nPING\r\n", "$-1"),
+            (b"*2\r\n$x\r\nPING\r\n", "$x"), (b"* 1\r\nPING\r\n", "* 1"),
+            (b"*" + b"9" * 100 + b"\r\nPING\r\n", "100 digits"),
+            (b"*01\r\n$4\r\nPING\r\n", "*01"), (b"*1\r\n$+4\r\nPING\r\n", "$+4"),
+            (b"*1\r\n$04\r\nPING\r\n", "$04"), (b"*1\r\n:4\r\nPING\r\n", "':'"),
+            (b"*-1\r\nPING\r\n", "*-1"), (b"*0\r\nPING\r\n", "*0"),
+            (b"*1\nPING\r\n", "LF-only header"),
+            (b"*1\rX$4\r\nPING\r\n", "CR then any byte"),
+            (b"*2147483648\r\n", "INT_MAX + 1 elements"),
+            (b"*1\r\n$536870913\r\n", "bulk of 512 MB + 1"),
+            (b"x" * 70000, "70,000-byte inline line"),
+            (b"*" + b"1" * 70000, "70,000-byte array header"),
+            (b"*1\r\n$" + b"1" * 70000, "70,000-byte bulk header"),
+            (b"\"PING\r\nPING\r\n", "unbalanced quotes"),
+            (b"ECHO \"a\"b\r\n", "closing quote then a letter"),
+            (b"ECHO 'a'b\r\n", "closing single quote then a letter"),
+            (b"ECHO \"\\x41\\x4\\n\\q\" 'it\\'s' \"\"\r\n", "inline escapes"),
+            (b"  PING  \r\n\r\n \r\nPING\n", "blank lines and LF"),
+            (b"PING\r\nPING\r\nQUIT\r\nPING\r\n", "QUIT"),
+    ]:
+        d.raw(data, what)
+    d.cmd("GET", "injected")
+    d.raw(b"PING\r\n" * 50, "50 PINGs then SHUT_WR", half_close=True)
+    d.raw(encode("SET", "hc", "1") + encode("GET", "hc") + b"*2\r\n$3\r\nGET",
+          "a cut request after SHUT_WR", half_close=True)
+
+    # Expiry on the real clock: short times, then wait them out.
+    d.cmd("SET", "short", "v", "PX", 100)
+    d.cmd("SET", "short2", "v")
+    d.cmd("PEXPIRE", "short2", 150)
+    d.cmd("SET", "short3", "v", "PXAT", int(time.time() * 1000) + 200)
+    d.cmd("PTTL", "short", compare=TIMED["PTTL"])
+    time.sleep(0.4)
+    for k in ("short", "short2", "short3"):
+        d.cmd("GET", k)
+        d.cmd("TTL", k)
+    d.cmd("SET", "sec", "v", "EX", 2)
+    d.cmd("TTL", "sec", compare=TIMED["TTL"])
+    d.cmd("PTTL", "sec", compare=TIMED["PTTL"])
+    d.cmd("EXPIRETIME", "sec", compare=TIMED["EXPIRETIME"])
+    d.cmd("DBSIZE")
+
+    # Every command with its edges, in an order that builds on itself.
+    script = [
+        ("SET", "a", "1"), ("SET", "a", "2", "GET"), ("SET", "n", "x", "GET"),
+        ("SET", "a", "3", "NX", "GET"), ("SET", "b", "3", "XX", "GET"),
+        ("SET", "a", "4", "NX", "XX"), ("SET", "a", "4", "XX", "NX"),
+        ("SET", "a", "4", "EX", "10", "EX", "20"), ("TTL", "a"),
+        ("SET", "a", "4", "EX", "10", "PX", "20"),
+        ("SET", "a", "4", "EX", "10", "KEEPTTL"), ("SET", "a", "4", "KEEPTTL"),
+        ("TTL", "a"), ("SET", "a", "5", "KEEPTTL", "EX", "1"),
+        ("SET", "a", "5", "EX"), ("SET", "a", "5", "EX", "abc", "BOGUS"),
+        ("SET", "a", "5", "PERSIST"), ("SET", "a", "5", "nx\x00junk"),
+        ("SET", "a", "6", "EXAT", int(time.time()) + 100), ("TTL", "a"),
+        ("SET", "a", "6", "PXAT", int(time.time() * 1000) + 100000),
+        ("SET", "p", "v", "EXAT", 1), ("EXISTS", "p"), ("DBSIZE",),
+        ("SET", "p", "v", "PXAT", 0), ("SET", "p", "v", "EXAT", -1),
+        ("SETEX", "s", 100, "v"), ("SETEX", "s", 0, "v"), ("SETEX", "s", "x", "v"),
+        ("PSETEX", "s", 100000, "v"), ("PSETEX", "s", -1, "v"), ("TTL", "s"),
+        ("SETNX", "s", "w"), ("SETNX", "s2", "w"), ("GETSET", "s", "z"),
+        ("TTL", "s"), ("GETEX", "s"), ("GETEX", "s", "EX", 50), ("TTL", "s"),
+        ("GETEX", "s", "PERSIST"), ("TTL", "s"), ("GETEX", "s", "PERSIST", "EX", 5),
+        ("GETEX", "s", "EX", 5, "PERSIST"), ("GETEX", "s", "NX"),
+        ("GETEX", "nope", "EX", "abc"), ("GETEX", "s", "EX", "abc"),
+        ("GETEX", "s", "EXAT", 1), ("GET", "s"), ("GETEX", "s", "KEEPTTL"),
+        ("GETDEL", "s2"), ("GETDEL", "s2"),
+        ("INCR", "i"), ("INCRBY", "i", 41), ("DECR", "i"), ("DECRBY", "i", -10),
+        ("INCRBY", "i", "1.5"), ("INCRBY", "i", LLONG_MAX),
+        ("SET", "i", LLONG_MAX), ("INCR", "i"), ("SET", "i", LLONG_MIN),
+        ("DECR", "i"), ("DECRBY", "i", LLONG_MIN), ("SET", "i", "007"),
+        ("INCR", "i"), ("SET", "i", " 1"), ("INCR", "i"), ("SET", "i", "-0"),
+        ("INCR", "i"), ("SET", "i", "1" * 20), ("INCR", "i"),
+        ("SET", "t", "5", "EX", 100), ("INCR", "t"), ("TTL", "t"),
+        ("MSET", "m1", "a", "m2", "b"), ("MSET", "m1", "a", "m2"),
+        ("MGET", "m1", "nope", "m2", "m1"), ("MSET", "t", "x"), ("TTL", "t"),
+        ("APPEND", "m1", "bc"), ("STRLEN", "m1"), ("STRLEN", "nope"),
+        ("APPEND", "new", ""), ("EXISTS", "new"),
+        ("TYPE", "m1"), ("TYPE", "nope"), ("DEL", "m1", "m1", "nope"),
+        ("EXISTS", "m2", "m2", "nope"), ("UNLINK", "m2"),
+        ("SET", "e", "v"), ("EXPIRE", "e", 100, "XX"), ("EXPIRE", "e", 100, "NX"),
+        ("EXPIRE", "e", 50, "NX"), ("EXPIRE", "e", 200, "GT"),
+        ("EXPIRE", "e", 20, "GT"), ("EXPIRE", "e", 20, "LT"),
+        ("EXPIRE", "e", 300, "LT"), ("EXPIRE", "e", 10, "NX", "XX"),
+        ("EXPIRE", "e", 10, "GT", "LT"), ("EXPIRE", "e", 10, "NX", "GT"),
+        ("EXPIRE", "e", 10, "XX", "GT"), ("EXPIRE", "e", 10, "BOGUS"),
+        ("EXPIRE", "e", "abc", "BOGUS"), ("EXPIRE", "e", "abc"),
+        ("EXPIRE", "e", 10, "x\r\ny"), ("PERSIST", "e"),
+        ("EXPIRE", "e", 100, "LT"), ("EXPIRE", "e", 150, "GT"), ("TTL", "e"),
+        ("PEXPIRE", "e", 500000), ("PTTL", "e"),
+        ("EXPIREAT", "e", int(time.time()) + 1000), ("EXPIRETIME", "e"),
+        ("PEXPIREAT", "e", int(time.time() * 1000) + 100000),
+        ("PEXPIRETIME", "e"), ("EXPIRETIME", "nope"), ("EXPIRETIME", "m2"),
+        ("SET", "e2", "v"), ("EXPIRETIME", "e2"), ("PEXPIRETIME", "e2"),
+        ("EXPIREAT", "e", 1), ("EXISTS", "e"), ("SET", "e", "v"),
+        ("PEXPIREAT", "e", -1), ("EXISTS", "e"), ("SET", "e", "v"),
+        ("EXPIRE", "e", 0), ("EXISTS", "e"), ("EXPIRE", "nope", 10),
+        ("EXPIRE", "nope", 10, "BOGUS"),
+        ("EXPIRE", "e2", LLONG_MAX // 1000), ("EXPIREAT", "e2", LLONG_MAX // 1000),
+        ("TTL", "e2"), ("PEXPIREAT", "e2", LLONG_MAX), ("PTTL", "e2"),
+        ("PEXPIRETIME", "e2"), ("EXPIRETIME", "e2"),
+        ("SET", "h", "v", "EX", 20000000000), ("TTL", "h"),
+        ("PING",), ("PING", "hi"), ("PING", "a", "b"), ("ECHO", "x\r\ny"),
+        ("ECHO",), ("GET",), ("GET", "a", "b"), ("SET", "a"), ("DBSIZE", "x"),
+        ("TTL",), ("MGET",), ("SCAN",), ("TYPE", "a", "b"),
+        ("FLUSHDB", "BOGUS"), ("FLUSHDB", "ASYNC", "x"), ("FLUSHALL", "SYNCX"),
+        ("SELECT", 0), ("SELECT", "abc"), ("SELECT", "-1"),
+        ("SELECT", 99999999999), ("SELECT", "9" * 30),
+        ("FOO",), ("FOO", "a", "b"), ("foo", "x" * 200), ("F\x00OO", "a\x00b"),
+        ("x" * 300,), ("", ""), ("FOO", *["arg%d" % i for i in range(50)]),
+        ("CONFIGX",),
+        ("SCAN", "abc"), ("SCAN", " 1"), ("SCAN", "1 "), ("SCAN", "0", "COUNT", 0),
+        ("SCAN", "0", "COUNT", "x"), ("SCAN", "0", "COUNT"),
+        ("SCAN", "0", "BOGUS", "1"), ("SCAN", "99999999999999999999"),
+    ]
+    script += [
+        ("EXEC",), ("DISCARD",), ("MULTI",), ("SET", "tx", "1"), ("INCR", "tx"),
+        ("MULTI",), ("GET", "tx"), ("EXEC",), ("MULTI",), ("SET", "tx", "2"),
+        ("DISCARD",), ("GET", "tx"), ("MULTI",), ("EXEC",), ("MULTI",),
+        ("SET", "tx", "3"), ("FOO",), ("EXEC",), ("GET", "tx"), ("MULTI",),
+        ("GET",), ("INCR", "tx"), ("EXEC",), ("MULTI",), ("SET", "tx", "x"),
+        ("INCR", "tx"), ("GET", "tx"), ("EXEC",)]
+    for args in script:
+        name = args[0].upper() if isinstance(args[0], str) else ""
+        d.cmd(*args, compare=TIMED.get(name))
+    keys = ["a", "b", "n", "p", "s", "s2", "i", "t", "m1", "m2", "new", "e",
+            "e2", "h", "hc", "sec", "tx"]
+    d.settle(keys)
+    for opts in [(), ("MATCH", "*"), ("MATCH", "s*"), ("MATCH", "[a-e]*"),
+                 ("MATCH", "?"), ("COUNT", 1), ("TYPE", "string"),
+                 ("TYPE", "list"), ("MATCH", "e*", "COUNT", 3)]:
+        d.scan_all(*opts)
+    d.cmd("KEYS", "*", compare=same_set)
+    d.cmd("KEYS", "[^e]*", compare=same_set)
+    d.cmd("INFO", "keyspace", compare=keyspace_counts)
+    d.cmd("DBSIZE")
+    d.cmd("FLUSHALL")
+    d.cmd("DBSIZE")
+    d.cmd("INFO", "keyspace")
+
+
+# ---------------------------------------------------------- random part
+KEYS = ["k0", "k1", "k2", "k3", "k4", "n0", "n1", "", "sp ace", "bin\x00ary",
+        "cr\r\nlf", "\xff\xfe", "L" * 300, "k*", "K0"]
+VALUES = ["v", "", "0", "1", "-1", "42", "-0", "007", "+5", " 5", "abc",
+          str(LLONG_MAX), str(LLONG_MIN), str(LLONG_MAX - 1),
+          str(LLONG_MIN + 1), "9" * 20, "1e3", "x\x00y", "\r\n", "V" * 1000]
+BAD_TIMES = ["0", "-1", "-100", str(LLONG_MAX), str(LLONG_MIN),
+             str(LLONG_MAX // 1000), str(LLONG_MAX // 1000 + 1), "abc", "+5",
+             "007", "", "1.5", " 5", "9" * 25]
+INCRS = ["1", "-1", "0", "100", "-100", str(LLONG_MAX), str(LLONG_MIN),
+         "abc", "1.0", "+1", "007"]
+PATTERNS = ["*", "k*", "k?", "k[0-2]", "*a*", "[^k]*", "\\*", "n*", "K*",
+            "[a-", "L*"]
+
+
+class Gen:
+    """Random commands whose relative expiry times are all different by at
+    least 10 s (so GT/LT never compare two expiries set by the same value
+    a few ms apart, which would race in either server)."""
+
+    def __init__(self, rnd):
+        self.rnd = rnd
+        self.n = 0
+
+    def secs(self):
+        self.n += 1
+        return 1000 + 10 * self.n
+
+    def time(self, unit):
+        r, now = self.rnd, time.time()
+        x = r.random()
+        if x < 0.15:
+            return r.choice(BAD_TIMES)
+        if unit == "s":
+            return str(self.secs())
+        if unit == "ms":
+            return str(self.secs() * 1000 + 500)
+        if x < 0.3:  # in the past: deleted, or expired at once
+            return r.choice(["1", "0", "-5", str(int(now) - 100)]) \
+                if unit == "at" else r.choice(["1", str(int(now * 1000) - 5)])
+        if unit == "at":
+            return str(int(now) + 1000000 + 10 * self.secs() + 5)
+        return str(int(now * 1000) + (1000000 + 10 * self.secs()) * 1000 + 5500)
+
+    def key(self):
+        return self.rnd.choice(KEYS)
+
+    def name(self, s):
+        r = self.rnd.random()
+        return s.lower() if r < 0.2 else s.capitalize() if r < 0.3 else s
+
+    def set_options(self, getex):
+        r, opts = self.rnd, []
+        for _ in range(r.choice([0, 0, 1, 1, 2, 3])):
+            o = r.choice(["EX", "PX", "EXAT", "PXAT", "KEEPTTL", "PERSIST",
+                          "NX", "XX", "GET", "BOGUS"] if not getex else
+                         ["EX", "PX", "EXAT", "PXAT", "PERSIST", "KEEPTTL",
+                          "NX", "BOGUS"])
+            unit = {"EX": "s", "PX": "ms", "EXAT": "at", "PXAT": "pat"}.get(o)
+            opts.append(o if r.random() < 0.8 else o.lower())
+            if unit and r.random() < 0.97:
+                opts.append(self.time(unit))
+        return opts
+
+    def command(self):
+        r, k = self.rnd, self.key()
+        c = r.choice([
+            "SET", "SET", "SET", "GET", "GET", "SETNX", "SETEX", "PSETEX",
+            "GETSET", "GETEX", "GETDEL", "MGET", "MSET", "INCR", "DECR",
+            "INCRBY", "DECRBY", "APPEND", "STRLEN", "DEL", "UNLINK", "EXISTS",
+            "TYPE", "TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME", "EXPIRE",
+            "PEXPIRE", "EXPIREAT", "PEXPIREAT", "PERSIST", "ECHO", "PING",
+            "UNKNOWN", "ARITY"])
+        if c == "SET":
+            return ["SET", k, r.choice(VALUES)] + self.set_options(False)
+        if c in ("GET", "GETDEL", "STRLEN", "TYPE", "PERSIST", "INCR", "DECR",
+                 "TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"):
+            return [c, k]
+        if c == "SETNX" or c == "GETSET" or c == "APPEND":
+            return [c, k, r.choice(VALUES)]
+        if c == "SETEX":
+            return [c, k, self.time("s"), r.choice(VALUES)]
+        if c == "PSETEX":
+            return [c, k, self.time("ms"), r.choice(VALUES)]
+        if c == "GETEX":
+            return [c, k] + self.set_options(True)
+        if c == "MGET" or c == "DEL" or c == "UNLINK" or c == "EXISTS":
+            return [c] + [self.key() for _ in range(r.randint(1, 4))]
+        if c == "MSET":
+            args = [c]
+            for _ in range(r.randint(1, 3)):
+                args += [self.key(), r.choice(VALUES)]
+            return args if r.random() < 0.9 else args[:-1]
+        if c in ("INCRBY", "DECRBY"):
+            return [c, k, r.choice(INCRS)]
+        if c in ("EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT"):
+            unit = {"EXPIRE": "s", "PEXPIRE": "ms", "EXPIREAT": "at",
+                    "PEXPIREAT": "pat"}[c]
+            flags = [r.choice(["NX", "XX", "GT", "LT", "gt", "BOGUS"])
+                     for _ in range(r.choice([0, 0, 1, 1, 2]))]
+            return [c, k, self.time(unit)] + flags
+        if c == "ECHO":
+            return [c, r.choice(VALUES)]
+        if c == "PING":
+            return [c] + [r.choice(VALUES) for _ in range(r.choice([0, 1, 2]))]
+        if c == "UNKNOWN":
+            return [r.choice(["FOO", "GETT", "SE", "x" * 60, "SETT", "EXPIR"])] + \
+                [r.choice(VALUES + KEYS) for _ in range(r.randint(0, 3))]
+        base = self.command()  # ARITY: drop or add an argument
+        return base[:-1] if r.random() < 0.5 and len(base) > 1 else base + ["extra"]
+
+
+def inline_word(rnd, w):
+    """w quoted as an inline request may quote it."""
+    if w and all(ch.isalnum() for ch in w) and rnd.random() < 0.5:
+        return w.encode("latin1")
+    if rnd.random() < 0.5 or any(ord(ch) < 32 for ch in w):
+        out = b'"'
+        for ch in w.encode("latin1"):
+            if ch in b'"\\' or ch < 32 or ch > 126 or rnd.random() < 0.1:
+                out += b"\\x%02x" % ch
+            else:
+                out += bytes([ch])
+        return out + b'"'
+    return b"'" + w.encode("latin1").replace(b"\\", b"\\\\").replace(
+        b"'", b"\\'") + b"'"
+
+
+def randomized(d, rnd, steps):
+    g = Gen(rnd)
+    for step in range(steps):
+        args = g.command()
+        args[0] = g.name(args[0])
+        if args and rnd.random() < 0.1 and all("\x00" not in a for a in args):
+            line = b" ".join(inline_word(rnd, a) for a in args) + b"\r\n"
+            want, got = d.both(line)
+            d.compared += 1
+            name = args[0].upper()
+            cmp = TIMED.get(name)
+            if (cmp(want, got) if cmp else want == got):
+                d.t.passed += 1
+            else:
+                d.fail("step %d inline %r" % (step, line), want, got)
+            if want.startswith(b"-ERR Protocol error"):
+                d.reconnect()  # both closed the connection
+        else:
+            d.cmd(*args, compare=TIMED.get(args[0].upper()))
+        if step % 500 == 499:
+            d.settle(KEYS)
+            d.cmd("DBSIZE")
+            d.scan_all("MATCH", rnd.choice(PATTERNS),
+                       "COUNT", rnd.choice([1, 3, 10, 100]))
+            d.cmd("KEYS", rnd.choice(PATTERNS), compare=same_set)
+            d.cmd("INFO", "keyspace", compare=keyspace_counts)
+        if step % 5000 == 4999:
+            d.cmd(rnd.choice(["FLUSHDB", "FLUSHALL"]),
+                  *rnd.choice([[], ["SYNC"], ["ASYNC"], ["BOGUS"]]))
+
+
+if __name__ == "__main__":
+    main()

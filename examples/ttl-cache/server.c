@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server.c - rota-ttl-cache: options, the event loop, clients.
+ *
+ *   rota-ttl-cache [--port N] [--max-clients N]
+ *                  [--proto-max-bulk-len BYTES]
+ *                  [--client-query-buffer-limit BYTES]
+ *                  [--maxmemory BYTES] [--maxmemory-policy NAME]
+ *                  [--maxmemory-samples N]
+ *
+ * A small in-memory key-value server speaking the Redis protocol on
+ * 127.0.0.1, its keys' expiry driven by rota/keyed.h (store.c).  BYTES
+ * take Redis's units: 100, 10k (10,000), 10kb (10,240), 5mb, 1gb.
+ *
+ * THE LOOP
+ *   One thread, one epoll set.  The loop sleeps until the wheel's next
+ *   deadline (rota_wheel_timeout_ms(): rounded up, so it never wakes early
+ *   and spins) or until a socket is ready; before each command the store
+ *   refreshes its clocks and advances the map (store_tick()), so a key is
+ *   gone from the first command after its time.
+ *
+ * CLIENTS
+ *   Each client has an input buffer (requests parsed in place, resp.c) and
+ *   an output buffer.  Requests run as soon as they are complete; replies
+ *   are written when the input read so far has been served.  A client
+ *   whose replies pile up past 16 MiB (it pipelines and does not read) is
+ *   not read from until they drain.  When the peer shuts down its sending
+ *   side (read() returns 0, as `printf ... | nc` does), the requests
+ *   already received are still run and every reply is written before the
+ *   connection is closed: nothing the client asked for is dropped.  After
+ *   a protocol error or QUIT the reply is written, nothing more is read or
+ *   run, and the connection is closed.  A client whose unparsed input
+ *   exceeds --client-query-buffer-limit is closed without a reply, as
+ *   Redis does.
+ *
+ * DESCRIPTORS
+ *   As Redis does, the server makes room for --max-clients connections at
+ *   startup: it raises its descriptor limit if it can, and otherwise
+ *   lowers --max-clients to the limit minus 32 and says so on stderr.  A
+ *   client over --max-clients gets "-ERR max number of clients reached"
+ *   and is closed.  If accept() still runs out of descriptors (EMFILE,
+ *   ENFILE: something else used them), one spare descriptor held for this
+ *   purpose is closed to accept the waiting client, refuse it with the same
+ *   error, and taken again.  If even that fails, the listener is parked
+ *   (out of the epoll set) until a client closes or a back-off of 100 ms,
+ *   doubling to 1 s, has passed: a level-triggered listener that cannot
+ *   accept would otherwise wake the loop at once, forever, and burn a core.
+ *
+ * Loopback only: it binds 127.0.0.1.  SIGINT or SIGTERM frees everything
+ * and exits 0.
+ */
+#define _GNU_SOURCE /* accept4 */
+#include "cache.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define READ_CHUNK 16384
+#define RESERVED_FDS 32 /* descriptors kept for all but clients (Redis's) */
+
+struct server S;
+
+static bool paused(const struct client *c)
+{
+    return c->out_len - c->out_off >= MAX_OUTPUT;
+}
+
+/* ---------------------------------------------------------- listener */
+
+static void listener_events(uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = NULL};
+    epoll_ctl(S.epfd, EPOLL_CTL_MOD, S.listen_fd, &ev);
+}
+
+static void park_listener(void)
+{
+    listener_events(0);
+    S.accept_parked = true;
+    S.accept_backoff = S.accept_backoff ? S.accept_backoff * 2 : 100;
+    if (S.accept_backoff > 1000)
+        S.accept_backoff = 1000;
+    S.accept_retry_tick = S.now_tick + S.accept_backoff;
+}
+
+static void unpark_listener(void)
+{
+    if (!S.accept_parked)
+        return;
+    S.accept_parked = false;
+    listener_events(EPOLLIN);
+}
+
+/* ------------------------------------------------------------ clients */
+
+static void client_close(struct client *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        S.clients_list = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    epoll_ctl(S.epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    free(c->in);
+    free(c->out);
+    free(c->argv);
+    free(c->inline_buf);
+    multi_reset(c);
+    free(c);
+    S.clients--;
+    unpark_listener(); /* a descriptor is free again */
+}
+
+static void update_events(struct client *c)
+{
+    uint32_t events = (c->closing || c->eof || paused(c) ? 0u : EPOLLIN) |
+                      (c->out_len > c->out_off ? EPOLLOUT : 0u);
+    if (events == c->events)
+        return; /* the common case: no system call */
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    epoll_ctl(S.epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    c->events = events;
+}
+
+/* Run the complete requests in the input; true if any ran. */
+static bool process_input(struct client *c)
+{
+    bool ran = false;
+    while (!c->closing && !paused(c) && c->qpos < c->in_len &&
+           c->in_len >= c->need) {
+        c->need = 0;
+        enum parse r = parse_request(c);
+        if (r != PARSE_DONE) {
+            ran |= r == PARSE_ERROR;
+            break;
+        }
+        if (c->argc > 0)
+            execute(c, c->argv, c->argc);
+        request_done(c);
+        ran = true;
+    }
+    if (c->qpos > 0) { /* drop what has been served */
+        memmove(c->in, c->in + c->qpos, c->in_len - c->qpos);
+        c->in_len -= c->qpos;
+        c->ppos -= c->qpos;
+        c->need = c->need > c->qpos ? c->need - c->qpos : 0;
+        c->qpos = 0;
+    }
+    if (c->in_len == 0 && c->in_cap > 16 * READ_CHUNK) {
+        free(c->in); /* a big request is over: give its buffer back */
+        c->in = NULL;
+        c->in_cap = 0;
+    }
+    return ran;
+}
+
+/* Write what we can; false when the connection failed. */
+static bool flush_output(struct client *c)
+{
+    while (c->out_off < c->out_len) {
+        ssize_t n = write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        if (n <= 0)
+            return false;
+        c->out_off += (size_t)n;
+    }
+    c->out_off = c->out_len = 0;
+    if (c->out_cap > 16 * READ_CHUNK) {
+        free(c->out);
+        c->out = NULL;
+        c->out_cap = 0;
+    }
+    return true;
+}
+
+/* Flush, run what waited for room, close when done; then set events. */
+static void client_service(struct client *c)
+{
+    for (;;) {
+        if (!flush_output(c)) {
+            client_close(c);
+            return;
+        }
+        if (c->out_len > c->out_off)
+            break; /* the socket is full: wait for EPOLLOUT */
+        if (c->closing) {
+            client_close(c);
+            return;
+        }
+        if (process_input(c))
+            continue;
+        if (c->eof) { /* every request answered and written */
+            client_close(c);
+            return;
+        }
+        break;
+    }
+    update_events(c);
+}
+
+/* Room to read another chunk.  The buffer doubles as a request grows, so
+ * a big bulk costs a logarithmic number of copies; it never grows ahead of
+ * the data, so announcing a 512 MB bulk and sending nothing costs nothing. */
+static bool in_reserve(struct client *c)
+{
+    if (c->in_cap - c->in_len >= READ_CHUNK)
+        return true;
+    size_t cap = c->in_cap ? c->in_cap : READ_CHUNK;
+    while (cap - c->in_len < READ_CHUNK)
+        cap *= 2;
+    char *p = realloc(c->in, cap);
+    if (p == NULL)
+        return false;
+    c->in = p;
+    c->in_cap = cap;
+    return true;
+}
+
+static void client_readable(struct client *c)
+{
+    while (!c->closing && !c->eof && !paused(c)) {
+        if (!in_reserve(c)) {
+            c->closing = true; /* out of memory: drop the client */
+            break;
+        }
+        ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n < 0) { /* reset: no one to answer */
+            client_close(c);
+            return;
+        }
+        if (n == 0) {
+            c->eof = true;
+            break;
+        }
+        c->in_len += (size_t)n;
+        process_input(c);
+        /* The request not yet run: its bytes and its parsed arguments (a
+         * million empty bulks are 6 MB of input but 24 MB of arguments). */
+        if (c->in_len - c->qpos + c->argc * sizeof(struct arg) >
+            S.query_buffer_limit) {
+            fprintf(stderr, "rota-ttl-cache: closing a client whose query "
+                            "buffer passed client-query-buffer-limit\n");
+            client_close(c);
+            return;
+        }
+    }
+    client_service(c);
+}
+
+static void refuse(int fd)
+{
+    static const char msg[] = "-ERR max number of clients reached\r\n";
+    ssize_t ignored = write(fd, msg, sizeof msg - 1);
+    (void)ignored;
+    close(fd);
+    S.rejected++;
+}
+
+/* accept() is out of descriptors: refuse the waiting client with the
+ * spare one, or park the listener.  True to go on accepting. */
+static bool out_of_descriptors(void)
+{
+    if (S.reserve_fd >= 0) {
+        close(S.reserve_fd);
+        int fd = accept4(S.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0)
+            refuse(fd);
+        S.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 && S.reserve_fd >= 0)
+            return true;
+    }
+    park_listener();
+    return false;
+}
+
+static void accept_clients(void)
+{
+    if (S.reserve_fd < 0) /* lost when descriptors ran out: take it back */
+        S.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    for (int i = 0; i < 1000; i++) { /* then let the clients run */
+        int fd = accept4(S.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                errno == ENOMEM) {
+                if (out_of_descriptors())
+                    continue;
+            }
+            return; /* EAGAIN, or the client gave up (ECONNABORTED) */
+        }
+        S.connections++;
+        S.accept_backoff = 0;
+        if (S.clients >= S.max_clients) {
+            refuse(fd);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct client *c = calloc(1, sizeof *c);
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+        if (c == NULL || epoll_ctl(S.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            free(c);
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->bulk_len = -1;
+        c->events = EPOLLIN;
+        c->next = S.clients_list;
+        if (S.clients_list != NULL)
+            S.clients_list->prev = c;
+        S.clients_list = c;
+        S.clients++;
+    }
+}
+
+/* ------------------------------------------------------------ startup */
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    S.stop = 1;
+}
+
+static int listen_loopback(int port)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET,
+                               .sin_port = htons((uint16_t)port),
+                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof addr;
+    int one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        listen(fd, 511) != 0 ||
+        getsockname(fd, (struct sockaddr *)&addr, &alen) != 0) {
+        close(fd);
+        return -1;
+    }
+    S.port = ntohs(addr.sin_port);
+    printf("rota-ttl-cache listening on 127.0.0.1:%d\n", S.port);
+    fflush(stdout);
+    return fd;
+}
+
+/* Room for max_clients descriptors, as Redis's adjustOpenFilesLimit(). */
+static bool fit_descriptor_limit(void)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)S.max_clients + RESERVED_FDS;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return true;
+    rlim_t target = want;
+    if (rl.rlim_max != RLIM_INFINITY && target > rl.rlim_max)
+        target = rl.rlim_max;
+    if (target > rl.rlim_cur) {
+        struct rlimit nl = {target, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
+            rl.rlim_cur = target;
+    }
+    if (rl.rlim_cur >= want)
+        return true;
+    if (rl.rlim_cur <= RESERVED_FDS) {
+        fprintf(stderr,
+                "rota-ttl-cache: the descriptor limit (%llu) leaves no room "
+                "for clients; raise ulimit -n above %d\n",
+                (unsigned long long)rl.rlim_cur, RESERVED_FDS);
+        return false;
+    }
+    fprintf(stderr,
+            "rota-ttl-cache: --max-clients %u needs %llu descriptors but the "
+            "limit is %llu: max-clients lowered to %llu\n",
+            S.max_clients, (unsigned long long)want,
+            (unsigned long long)rl.rlim_cur,
+            (unsigned long long)(rl.rlim_cur - RESERVED_FDS));
+    S.max_clients = (unsigned)(rl.rlim_cur - RESERVED_FDS);
+    return true;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: rota-ttl-cache [--port N (0: any free port)]\n"
+            "         [--max-clients N (10000)]\n"
+            "         [--proto-max-bulk-len BYTES (512mb)]\n"
+            "         [--client-query-buffer-limit BYTES (1gb)]\n"
+            "         [--maxmemory BYTES (0: no limit)]\n"
+            "         [--maxmemory-policy noeviction | allkeys-lru |\n"
+            "              allkeys-random | volatile-lru | volatile-random |\n"
+            "              volatile-ttl]\n"
+            "         [--maxmemory-samples N (5)]\n"
+            "BYTES: 100, 10k, 10kb, 5mb, 1gb (k = 1000, kb = 1024)\n");
+    exit(2);
+}
+
+/* A count or size with Redis's units (memtoull()). */
+static bool parse_size(const char *s, unsigned long long *out)
+{
+    static const struct {
+        const char *unit;
+        unsigned long long mul;
+    } units[] = {{"", 1},           {"b", 1},          {"k", 1000},
+                 {"kb", 1024},      {"m", 1000000},    {"mb", 1 << 20},
+                 {"g", 1000000000}, {"gb", 1ull << 30}};
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return false;
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (strcasecmp(end, units[i].unit) == 0) {
+            if (v > ULLONG_MAX / units[i].mul)
+                return false;
+            *out = v * units[i].mul;
+            return true;
+        }
+    return false;
+}
+
+static void parse_options(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i += 2) { /* --option value pairs */
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        unsigned long long v = 0;
+        if (val == NULL)
+            usage();
+        if (strcmp(opt, "--maxmemory-policy") == 0) {
+            if (!policy_parse(val, &S.policy))
+                usage();
+            continue;
+        }
+        if (strcmp(opt, "--plant-fault") == 0) {
+            S.fault = val; /* for the test suite's self-check only */
+            continue;
+        }
+        if (!parse_size(val, &v))
+            usage();
+        if (strcmp(opt, "--port") == 0 && v <= 65535)
+            S.port = (int)v;
+        else if (strcmp(opt, "--max-clients") == 0 && v >= 1 && v <= 1000000)
+            S.max_clients = (unsigned)v;
+        else if (strcmp(opt, "--proto-max-bulk-len") == 0 && v >= 1024)
+            S.proto_max_bulk_len = v;
+        else if (strcmp(opt, "--client-query-buffer-limit") == 0 &&
+                 v >= 1024 * 1024)
+            S.query_buffer_limit = v;
+        else if (strcmp(opt, "--maxmemory") == 0)
+            S.maxmemory = v;
+        else if (strcmp(opt, "--maxmemory-samples") == 0 && v >= 1 && v <= 64)
+            S.maxmemory_samples = (unsigned)v;
+        else
+            usage();
+    }
+}
+
+int main(int argc, char **argv)
+{
+    S.port = 6380;
+    S.max_clients = DEFAULT_MAX_CLIENTS;
+    S.proto_max_bulk_len = DEFAULT_PROTO_MAX_BULK_LEN;
+    S.query_buffer_limit = DEFAULT_QUERY_BUFFER_LIMIT;
+    S.maxmemory_samples = 5;
+    S.policy = POLICY_NOEVICTION;
+    parse_options(argc, argv);
+    if (!fit_descriptor_limit())
+        return 1;
+
+    signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    int rc = store_init();
+    if (rc != 0) {
+        fprintf(stderr, "rota-ttl-cache: %s\n", rota_strerror(rc));
+        return 1;
+    }
+    S.listen_fd = listen_loopback(S.port);
+    S.epfd = epoll_create1(EPOLL_CLOEXEC);
+    S.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (S.listen_fd < 0 || S.epfd < 0 ||
+        epoll_ctl(S.epfd, EPOLL_CTL_ADD, S.listen_fd, &lev) != 0) {
+        perror("rota-ttl-cache: listen on 127.0.0.1");
+        return 1;
+    }
+
+    struct epoll_event events[128];
+    while (!S.stop) {
+        uint64_t now = rota_clock_now(&S.clock);
+        int timeout =
+            rota_wheel_timeout_ms(rota_keyed_wheel(S.map), now, TICK_NS);
+        if (S.accept_parked) {
+            uint64_t wait =
+                S.accept_retry_tick > now ? S.accept_retry_tick - now : 0;
+            if (timeout < 0 || wait < (uint64_t)timeout)
+                timeout = (int)wait;
+        }
+        int n = epoll_wait(S.epfd, events, 128, timeout);
+        if (n < 0 && errno != EINTR) {
+            perror("rota-ttl-cache: epoll_wait");
+            break;
+        }
+        store_tick();
+        if (S.accept_parked && S.now_tick >= S.accept_retry_tick)
+            unpark_listener();
+        for (int i = 0; i < n; i++) {
+            struct client *c = events[i].data.ptr;
+            if (c == NULL) {
+                accept_clients();
+            } else if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+                client_readable(c);
+            } else if (events[i].events & EPOLLOUT) {
+                client_service(c);
+            }
+        }
+    }
+    /* Graceful stop: the clients, the values (ours to free), the map. */
+    while (S.clients_list != NULL)
+        client_close(S.clients_list);
+    store_destroy();
+    close(S.listen_fd);
+    close(S.epfd);
+    if (S.reserve_fd >= 0)
+        close(S.reserve_fd);
+    return 0;
+}

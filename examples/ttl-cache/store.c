@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store.c - the keyspace: every key in one rota keyed map, Redis's expiry
+ * rules on top, an index for SCAN and eviction, and the memory bound.
+ *
+ * EXPIRY
+ *   Redis keeps a key's expiry as an absolute unix time in milliseconds and
+ *   calls the key expired once the clock is past it (now > when).  So does
+ *   this store (struct value's `when`), which makes TTL, PTTL, EXPIRETIME
+ *   and the GT/LT comparisons of EXPIRE exactly Redis's.  The map's deadline
+ *   is the same instant on CLOCK_MONOTONIC in 1 ms ticks (the first tick
+ *   after `when`), so the wheel removes each key when its time comes and
+ *   the event loop sleeps until the next one: no sampling, no scan.  A
+ *   lookup also checks `when` against the unix clock, so a key is never
+ *   served after its time even between two ticks or if the two clocks
+ *   drift (a wheel expiry that the unix clock says is early re-arms the
+ *   key instead).
+ *
+ * THE INDEX
+ *   rota's keyed map has no iteration, and SCAN and eviction need "a key
+ *   at position i".  Two dense arrays of value pointers give that: every
+ *   key, and the keys with a TTL.  Each value knows its positions; removal
+ *   moves the last element into the hole (O(1)).  SCAN walks the array of
+ *   all keys from its end towards 0, the cursor being the next position to
+ *   read plus one: an element only ever moves from the end (already
+ *   visited) to a lower position, so every key present for a whole
+ *   iteration is returned at least once, as Redis promises, and keys
+ *   added during it may or may not be.
+ *
+ * MEMORY AND EVICTION
+ *   Used memory is the dataset: the map's own bytes (rota_keyed_stats()),
+ *   each value's block rounded as malloc rounds it, and the two arrays.
+ *   Client buffers are not counted (they are bounded on their own; Redis
+ *   counts them).  Over --maxmemory, before each command, keys are evicted
+ *   as Redis does, by sampling: --maxmemory-samples random keys (of all,
+ *   or of those with a TTL) join a pool of the 16 best candidates seen so
+ *   far, and the best of the pool goes (least recently used, or nearest
+ *   expiry for volatile-ttl), until memory fits.  This approximates the
+ *   exact order closely while costing a few probes per eviction; the
+ *   wheel does know the exact next expiry, but not which key it belongs
+ *   to through rota's public API, and an exact LRU list would cost two
+ *   pointers a key.  When nothing can be evicted (noeviction, or no
+ *   volatile key left) commands that add data
+ *   are refused with Redis's -OOM error (commands.c).
+ */
+#define _GNU_SOURCE
+#include "cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+static const char *const policy_names[] = {
+    [POLICY_NOEVICTION] = "noeviction",
+    [POLICY_ALLKEYS_LRU] = "allkeys-lru",
+    [POLICY_ALLKEYS_RANDOM] = "allkeys-random",
+    [POLICY_VOLATILE_LRU] = "volatile-lru",
+    [POLICY_VOLATILE_RANDOM] = "volatile-random",
+    [POLICY_VOLATILE_TTL] = "volatile-ttl",
+};
+
+const char *policy_name(enum policy p)
+{
+    return policy_names[p];
+}
+
+bool policy_parse(const char *s, enum policy *out)
+{
+    for (size_t i = 0; i < sizeof policy_names / sizeof *policy_names; i++)
+        if (strcmp(s, policy_names[i]) == 0) {
+            *out = (enum policy)i;
+            return true;
+        }
+    return false;
+}
+
+static long long unix_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* What malloc takes for a block of n bytes (glibc: 8 bytes of header,
+ * 16-byte granules, 32 at least). */
+static size_t block_size(size_t n)
+{
+    size_t s = (n + 8 + 15) & ~(size_t)15;
+    return s < 32 ? 32 : s;
+}
+
+static size_t value_size(const struct value *v)
+{
+    return block_size(sizeof *v + v->key_len + v->len);
+}
+
+static uint64_t rng_next(void)
+{
+    /* splitmix64 */
+    uint64_t z = (S.rng += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* ---------------------------------------------------------- the index */
+
+static bool array_push(struct value ***arr, size_t *len, size_t *cap,
+                       struct value *v, size_t *idx)
+{
+    if (*len == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 64;
+        struct value **p = realloc(*arr, ncap * sizeof *p);
+        if (p == NULL)
+            return false;
+        *arr = p;
+        *cap = ncap;
+    }
+    *idx = *len;
+    (*arr)[(*len)++] = v;
+    return true;
+}
+
+static void all_remove(struct value *v)
+{
+    struct value *last = S.all[--S.all_len];
+    S.all[v->all_idx] = last;
+    last->all_idx = v->all_idx;
+}
+
+static void vol_remove(struct value *v)
+{
+    if (v->vol_idx == SIZE_MAX)
+        return;
+    struct value *last = S.vol[--S.vol_len];
+    S.vol[v->vol_idx] = last;
+    last->vol_idx = v->vol_idx;
+    v->vol_idx = SIZE_MAX;
+}
+
+/* The monotonic deadline for a unix-ms expiry: the first tick after it. */
+static uint64_t deadline_of(long long when)
+{
+    if (when == NO_EXPIRE)
+        return ROTA_NEVER;
+    if (when < S.now_ms)
+        return S.now_tick;
+    unsigned long long ahead =
+        (unsigned long long)when - (unsigned long long)S.now_ms + 1;
+    if (ahead > ROTA_MAX_DEADLINE - S.now_tick)
+        return ROTA_MAX_DEADLINE;
+    return S.now_tick + ahead;
+}
+
+static void value_free(struct value *v)
+{
+    S.value_bytes -= value_size(v);
+    free(v);
+}
+
+#define POOL_SIZE 16
+static struct value *pool[POOL_SIZE]; /* see MEMORY AND EVICTION */
+static size_t pool_len;
+static void pool_remove(const struct value *v);
+
+/* Take v out of the index and free it (it is already out of the map). */
+static void forget(struct value *v)
+{
+    pool_remove(v);
+    all_remove(v);
+    vol_remove(v);
+    value_free(v);
+}
+
+static void on_expire(struct rota_keyed *map, const void *key, size_t len,
+                      void *value, void *arg)
+{
+    (void)arg;
+    struct value *v = value;
+    if (v->when != NO_EXPIRE && v->when >= S.now_ms &&
+        rota_keyed_set_at(map, key, len, v, deadline_of(v->when), NULL) >= 0)
+        return; /* the unix clock says not yet (clock drift): re-armed */
+    S.expired++;
+    forget(v);
+}
+
+/* ------------------------------------------------------------- public */
+
+int store_init(void)
+{
+    if (rota_clock_init(&S.clock, ROTA_CLOCK_MONOTONIC, TICK_NS) != 0)
+        return ROTA_ESYS;
+    S.now_tick = rota_clock_now(&S.clock);
+    S.now_ms = unix_ms();
+    if (getrandom(&S.rng, sizeof S.rng, 0) != sizeof S.rng)
+        S.rng = (uint64_t)S.now_ms ^ S.now_tick;
+    struct rota_keyed_config cfg = {.now = S.now_tick, .expire = on_expire};
+    return rota_keyed_create(&S.map, &cfg);
+}
+
+static void drop_value(struct rota_keyed *map, const void *key, size_t len,
+                       void *value, void *arg)
+{
+    (void)map, (void)key, (void)len, (void)arg;
+    value_free(value);
+}
+
+void store_flush(void)
+{
+    pool_len = 0;
+    rota_keyed_drain(S.map, drop_value, NULL);
+    S.all_len = S.vol_len = 0;
+}
+
+void store_destroy(void)
+{
+    store_flush();
+    rota_keyed_destroy(S.map);
+    free(S.all);
+    free(S.vol);
+}
+
+void store_tick(void)
+{
+    S.now_tick = rota_clock_now(&S.clock);
+    S.now_ms = unix_ms();
+    (void)rota_keyed_advance(S.map, S.now_tick);
+}
+
+struct value *store_lookup(const char *key, size_t len)
+{
+    void *p;
+    if (rota_keyed_get(S.map, key, len, &p, NULL) != 1)
+        return NULL;
+    struct value *v = p;
+    if (v->when != NO_EXPIRE && S.now_ms > v->when) {
+        rota_keyed_remove(S.map, key, len, NULL);
+        S.expired++;
+        forget(v);
+        return NULL;
+    }
+    if (pool_len > 0)
+        pool_remove(v); /* its idle time changes */
+    v->lru = S.now_tick;
+    return v;
+}
+
+static void set_volatile(struct value *v, long long when)
+{
+    pool_remove(v); /* its score changes */
+    if (when == NO_EXPIRE)
+        vol_remove(v);
+    else if (v->vol_idx == SIZE_MAX &&
+             !array_push(&S.vol, &S.vol_len, &S.vol_cap, v, &v->vol_idx))
+        v->vol_idx = SIZE_MAX; /* not sampled by volatile-*: no harm */
+    v->when = when;
+}
+
+struct value *store_set(const char *key, size_t klen, const void *val,
+                        size_t vlen, long long when, bool keepttl)
+{
+    if (klen > UINT32_MAX)
+        return NULL;
+    struct value *v = malloc(sizeof *v + klen + vlen);
+    if (v == NULL)
+        return NULL;
+    v->key_len = (uint32_t)klen;
+    v->len = vlen;
+    memcpy(v->data, key, klen);
+    if (vlen > 0)
+        memcpy(v->data + klen, val, vlen);
+    v->lru = S.now_tick;
+    v->vol_idx = SIZE_MAX;
+    v->when = NO_EXPIRE;
+
+    struct value *old = store_lookup(key, klen);
+    if (old != NULL) {
+        /* Take over the old value's places: nothing to allocate. */
+        if (keepttl)
+            when = old->when;
+        v->all_idx = old->all_idx;
+        S.all[v->all_idx] = v;
+        v->vol_idx = old->vol_idx;
+        if (v->vol_idx != SIZE_MAX)
+            S.vol[v->vol_idx] = v;
+        v->when = old->when;
+        pool_remove(old);
+        rota_keyed_set_at(S.map, key, klen, v, deadline_of(when), NULL);
+        value_free(old);
+    } else {
+        if (!array_push(&S.all, &S.all_len, &S.all_cap, v, &v->all_idx)) {
+            free(v);
+            return NULL;
+        }
+        if (rota_keyed_set_at(S.map, key, klen, v, deadline_of(when), NULL) <
+            0) {
+            S.all_len--;
+            free(v);
+            return NULL;
+        }
+    }
+    S.value_bytes += value_size(v);
+    set_volatile(v, when);
+    return v;
+}
+
+void store_set_expire(struct value *v, long long when)
+{
+    set_volatile(v, when);
+    rota_keyed_move_at(S.map, v->data, v->key_len, deadline_of(when));
+}
+
+bool store_delete(const char *key, size_t len)
+{
+    void *p;
+    if (store_lookup(key, len) == NULL)
+        return false;
+    rota_keyed_remove(S.map, key, len, &p);
+    forget(p);
+    return true;
+}
+
+size_t store_count(void)
+{
+    return rota_keyed_count(S.map);
+}
+
+size_t store_used_memory(void)
+{
+    struct rota_keyed_stats st;
+    rota_keyed_stats(S.map, &st);
+    size_t used = st.bytes + S.value_bytes +
+                  (S.all_cap + S.vol_cap) * sizeof(struct value *);
+    if (used > S.peak_memory)
+        S.peak_memory = used;
+    return used;
+}
+
+/*
+ * The eviction pool, as Redis's: the best candidates seen by the last
+ * rounds of sampling, best last.  Each round adds --maxmemory-samples
+ * fresh samples and evicts the best of the pool, so a good candidate seen
+ * once is not forgotten because the next five samples were worse.  A key
+ * that leaves the store leaves the pool (forget()).
+ */
+static void pool_remove(const struct value *v)
+{
+    for (size_t i = 0; i < pool_len; i++)
+        if (pool[i] == v) {
+            memmove(&pool[i], &pool[i + 1], (pool_len - i - 1) * sizeof *pool);
+            pool_len--;
+            return;
+        }
+}
+
+/* How good a victim v is: the higher, the sooner it goes. */
+static uint64_t badness(const struct value *v)
+{
+    if (S.policy == POLICY_VOLATILE_TTL)
+        return UINT64_MAX - (uint64_t)v->when; /* nearest expiry */
+    return UINT64_MAX - v->lru;                /* least recently used */
+}
+
+static void pool_offer(struct value *v)
+{
+    uint64_t b = badness(v);
+    size_t i = 0;
+    for (size_t j = 0; j < pool_len; j++)
+        if (pool[j] == v)
+            return;
+    while (i < pool_len && badness(pool[i]) < b)
+        i++;
+    if (pool_len == POOL_SIZE) {
+        if (i == 0)
+            return; /* worse than everything in a full pool */
+        memmove(&pool[0], &pool[1], (i - 1) * sizeof *pool); /* drop worst */
+        pool[i - 1] = v;
+        return;
+    }
+    memmove(&pool[i + 1], &pool[i], (pool_len - i) * sizeof *pool);
+    pool[i] = v;
+    pool_len++;
+}
+
+/* The victim for the policy, or NULL when there is none. */
+static struct value *pick_victim(void)
+{
+    bool volatile_only = S.policy == POLICY_VOLATILE_LRU ||
+                         S.policy == POLICY_VOLATILE_RANDOM ||
+                         S.policy == POLICY_VOLATILE_TTL;
+    struct value **arr = volatile_only ? S.vol : S.all;
+    size_t len = volatile_only ? S.vol_len : S.all_len;
+    if (len == 0 || S.policy == POLICY_NOEVICTION)
+        return NULL;
+    if (S.policy == POLICY_ALLKEYS_RANDOM || S.policy == POLICY_VOLATILE_RANDOM)
+        return arr[rng_next() % len];
+    for (unsigned i = 0; i < S.maxmemory_samples; i++)
+        pool_offer(arr[rng_next() % len]);
+    return pool[pool_len - 1];
+}
+
+bool store_evict(void)
+{
+    while (store_used_memory() > S.maxmemory) {
+        struct value *v = pick_victim();
+        if (v == NULL)
+            return false;
+        rota_keyed_remove(S.map, v->data, v->key_len, NULL);
+        S.evicted++;
+        forget(v);
+    }
+    return true;
+}
+
+unsigned long long store_scan(unsigned long long cursor, long count,
+                              void (*fn)(struct value *v, void *arg), void *arg)
+{
+    size_t pos = cursor == 0 || cursor > S.all_len ? S.all_len : cursor;
+    /* Drop what has expired by the unix clock before returning it. */
+    for (long n = 0; n < count && pos > 0; n++) {
+        struct value *v = S.all[--pos];
+        if (v->when != NO_EXPIRE && S.now_ms > v->when) {
+            /* forget() moves the last key here; it was visited already */
+            rota_keyed_remove(S.map, v->data, v->key_len, NULL);
+            S.expired++;
+            forget(v);
+            continue;
+        }
+        fn(v, arg);
+    }
+    return pos;
+}
+
+long long store_avg_ttl(void)
+{
+    if (S.vol_len == 0)
+        return 0;
+    long double sum = 0;
+    for (size_t i = 0; i < S.vol_len; i++) {
+        long long ttl = S.vol[i]->when - S.now_ms;
+        sum += ttl > 0 ? ttl : 0;
+    }
+    return (long long)(sum / S.vol_len);
+}
