@@ -59,10 +59,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s DIR\n", argv[0]);
         return 2;
     }
-    for (unsigned n = 0; n < 20; n++) {
+    /* Three streams for each starting time of fuzz_input.h. */
+    for (unsigned n = 0; n < 3 * FUZZ_STARTS; n++) {
         struct recorder r = {0x5eed0000u + n, NULL, 0, 0};
         uint8_t pool_byte = (uint8_t)(n % 4 == 0 ? 3 : 7 + 8 * (n % 4));
-        uint8_t start_byte = (uint8_t)(n % 6);
+        uint8_t start_byte = (uint8_t)(n % FUZZ_STARTS);
         unsigned ops = 40 + 20 * (n % 8);
         put(&r, pool_byte);
         put(&r, start_byte);

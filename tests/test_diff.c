@@ -3,13 +3,19 @@
  * random operation streams, on a fake clock.
  *
  * The stream (tests/model/driver.c) mixes every operation of rota.h, with
- * deadlines and clock steps chosen to hit the geometry: ties, level spans
- * 64^k and their neighbours, level boundaries, huge delays, saturation,
- * backwards clocks; callbacks act on other timers during a pass.  Runs
- * cover four starting times (0, 1e6, 2^40, UINT64_MAX - 2^30: different bits
- * in every level) and pools of 64, 300 and 2000 timers; about 1.2 million
- * operations in all (ROTA_TEST_SCALE=small: ~50,000; a sanitizer build:
- * ~300,000).
+ * deadlines and clock steps chosen to hit the geometry of the wheel that
+ * ships (rota.h's ROTA_WHEEL_BITS and ROTA_WHEEL_LEVELS): ties, level spans
+ * 2^(8k) = 256, 65536, 2^24 ... 2^56 and their neighbours, level boundaries
+ * (multiples of those spans, +-1), huge delays, saturation, backwards
+ * clocks; callbacks act on other timers during a pass.  Runs cover five
+ * starting times (0; 65536 - 37 and 2^40 - 97, just below a level boundary;
+ * 1e6 and UINT64_MAX - 2^30, different bits in every level) and pools of
+ * 64, 300 and 2000 timers; about 1.2 million operations in all
+ * (ROTA_TEST_SCALE=small: ~50,000; a sanitizer build: ~300,000).  The run
+ * prints, for each level, how many deadlines and clock steps landed within
+ * a tick of one of its boundaries and how many steps crossed one, and fails
+ * if any level was never aimed at: a generator that drifts from the wheel's
+ * geometry cannot pass unnoticed.
  *
  * First the comparison proves it can fail: each planted fault (a fired timer
  * dropped from the record, two fires swapped, the model asked one tick
@@ -45,6 +51,9 @@ static uint64_t prng_next(void *ctx, uint64_t bound)
 
 static uint64_t master_seed;
 
+/* Summed over the runs: index = level. */
+static struct drv_geometry geometry[ROTA_WHEEL_LEVELS];
+
 static uint64_t env_u64(const char *name, uint64_t fallback)
 {
     const char *v = getenv(name);
@@ -77,6 +86,14 @@ static uint64_t run_one(unsigned index, const struct run *r, uint64_t seed,
     int rc = 0;
     while (ops < r->ops && (rc = drv_step(d)) == 0)
         ops++;
+    for (unsigned k = 1; k < ROTA_WHEEL_LEVELS; k++) {
+        struct drv_geometry g;
+        drv_geometry(d, k, &g);
+        geometry[k].span = g.span;
+        geometry[k].near_deadlines += g.near_deadlines;
+        geometry[k].near_steps += g.near_steps;
+        geometry[k].crossings += g.crossings;
+    }
     uint64_t fires = drv_fires(d), actions = drv_actions(d);
     uint64_t restarts = drv_restarts(d);
     double pending = drv_avg_pending(d);
@@ -103,10 +120,12 @@ static uint64_t run_one(unsigned index, const struct run *r, uint64_t seed,
 
 TEST(diff_random)
 {
-    static const uint64_t starts[] = {0, 1000000, (uint64_t)1 << 40,
-                                      UINT64_MAX - ((uint64_t)1 << 30)};
+    static const uint64_t starts[] = {
+        0, ((uint64_t)1 << (2 * ROTA_WHEEL_BITS)) - 37, 1000000,
+        ((uint64_t)1 << (5 * ROTA_WHEEL_BITS)) - 97,
+        UINT64_MAX - ((uint64_t)1 << 30)};
     static const size_t pools[] = {64, 300, 2000};
-    static const uint64_t ops_normal[] = {150000, 100000, 50000};
+    static const uint64_t ops_normal[] = {120000, 80000, 40000};
     bool small = h_small();
     uint64_t only = env_u64("ROTA_DIFF_RUN", UINT64_MAX);
     uint64_t seeds = master_seed, total = 0;
@@ -132,8 +151,27 @@ TEST(diff_random)
                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     printf("  %" PRIu64 " operations in %.1f s\n", total, secs);
     CHECK(ok);
-    if (only == UINT64_MAX)
-        CHECK(total >= (small ? 45000u : DIFF_SANITIZED ? 250000u : 1000000u));
+    if (only != UINT64_MAX)
+        return;
+    CHECK(total >= (small ? 45000u : DIFF_SANITIZED ? 250000u : 1000000u));
+    printf("  level  span                  near deadlines  near steps  "
+           "crossings\n");
+    for (unsigned k = 1; k < ROTA_WHEEL_LEVELS; k++) {
+        const struct drv_geometry *g = &geometry[k];
+        printf("  %5u  %-20" PRIu64 "  %14" PRIu64 "  %10" PRIu64 "  %9" PRIu64
+               "\n",
+               k, g->span, g->near_deadlines, g->near_steps, g->crossings);
+        CHECK_EQ_U64(g->span, (uint64_t)1 << (ROTA_WHEEL_BITS * k));
+        /* Every level's boundaries were aimed at, by deadlines and by the
+         * clock, and the clock crossed them (a small run, ~50,000
+         * operations, lands on the top levels' boundaries only by luck:
+         * there only deadlines and the three low levels must be hit). */
+        CHECK(g->near_deadlines > 0);
+        if (!small || k <= 3) {
+            CHECK(g->near_steps > 0);
+            CHECK(g->crossings > 0);
+        }
+    }
 }
 
 /* The comparison must catch a planted fault, at the operation that

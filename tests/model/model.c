@@ -4,6 +4,8 @@
  */
 #include "model.h"
 
+#include "wide.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,9 +139,8 @@ int model_timeout_ms(const struct model *m, uint64_t now, uint64_t tick_ns)
         return -1;
     if (next <= now)
         return 0;
-    u128 ns = (u128)(next - now) * tick_ns;
-    u128 ms = (ns + 999999u) / 1000000u;
-    return ms > INT_MAX ? INT_MAX : (int)ms;
+    struct wide ms = w_div_ceil(w_mul(next - now, tick_ns), 1000000u);
+    return (int)w_min64(ms, INT_MAX);
 }
 
 static bool eligible(const struct model *m, const struct model_timer *t)
@@ -192,23 +193,23 @@ static long choose(const struct model *m, long hint)
 static bool next_period(const struct model *m, const struct model_timer *t,
                         uint64_t fired, uint64_t *next)
 {
-    u128 n;
+    struct wide n;
 
     switch (t->policy) {
     case ROTA_MISSED_BURST:
-        n = (u128)fired + t->period;
+        n = w_add(w_of(fired), w_of(t->period));
         break;
     case ROTA_MISSED_DELAY:
-        n = (u128)m->now + t->period;
+        n = w_add(w_of(m->now), w_of(t->period));
         break;
     default: /* SKIP: the first boundary strictly after now */
-        n = (u128)fired +
-            ((u128)((m->now - fired) / t->period) + 1) * t->period;
+        n = w_add(w_of(fired),
+                  w_mul((m->now - fired) / t->period + 1, t->period));
         break;
     }
-    if (n > ROTA_MAX_DEADLINE)
+    if (w_gt64(n, ROTA_MAX_DEADLINE))
         return false;
-    *next = (uint64_t)n;
+    *next = n.lo;
     return true;
 }
 

@@ -34,10 +34,6 @@
 
 #include <rota.h>
 
-/* 128-bit arithmetic keeps the model's sums obviously exact (GCC and Clang;
- * __extension__ keeps -Wpedantic quiet). */
-__extension__ typedef unsigned __int128 u128;
-
 struct model_timer {
     uint64_t deadline;
     uint64_t seq;
