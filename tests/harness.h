@@ -40,15 +40,39 @@ struct h_test {
 
 static unsigned long h_checks; /* checks made by the running test */
 static unsigned long h_failed; /* of which failed */
+static bool h_expecting;       /* inside h_expect_begin() .. _end() */
 
 static inline bool h_report(bool ok, const char *file, int line)
 {
     h_checks++;
     if (!ok) {
         h_failed++;
-        fprintf(stderr, "%s:%d: check failed: ", file, line);
+        fprintf(stderr, "%s:%d: check failed%s: ", file, line,
+                h_expecting ? " (expected: a planted fault)" : "");
     }
     return ok;
+}
+
+/*
+ * A planted-fault test runs the code under test with a fault it must catch:
+ *   unsigned long mark = h_expect_begin();
+ *   ... run with the fault; its checks fail ...
+ *   CHECK(h_expect_end(mark) > 0);
+ * h_expect_end() returns how many checks failed since the mark and takes
+ * them back, so only the CHECK on that count decides the test.
+ */
+static inline unsigned long h_expect_begin(void)
+{
+    h_expecting = true;
+    return h_failed;
+}
+
+static inline unsigned long h_expect_end(unsigned long mark)
+{
+    unsigned long caught = h_failed - mark;
+    h_failed = mark;
+    h_expecting = false;
+    return caught;
 }
 
 static inline bool h_check(bool ok, const char *file, int line,
