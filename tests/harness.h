@@ -26,6 +26,10 @@
 #include <string.h>
 #include <time.h>
 
+/* The exit status when every test that ran was skipped: CTest counts it
+ * as a skip (tests/CMakeLists.txt sets SKIP_RETURN_CODE). */
+#define H_SKIP_STATUS 77
+
 struct h_test {
     const char *name;
     void (*fn)(void);
@@ -41,6 +45,7 @@ struct h_test {
 static unsigned long h_checks; /* checks made by the running test */
 static unsigned long h_failed; /* of which failed */
 static bool h_expecting;       /* inside h_expect_begin() .. _end() */
+static const char *h_skipped;  /* why the running test skipped, or NULL */
 
 static inline bool h_report(bool ok, const char *file, int line)
 {
@@ -141,6 +146,18 @@ static inline bool h_check_str(const char *a, const char *b, const char *file,
                     why_ ? why_ : "(no reason)");                              \
     } while (0)
 
+/*
+ * SKIP("why"): the running test cannot run here (a clock the system does
+ * not have, a library not built).  It ends the test, which counts as
+ * skipped, never as passed; checks made before it still count, and one
+ * that failed still fails the test.
+ */
+#define SKIP(why)                                                              \
+    do {                                                                       \
+        h_skipped = (why);                                                     \
+        return;                                                                \
+    } while (0)
+
 /* ------------------------------------------------------ seed and scale */
 
 /* ROTA_SEED (decimal or 0x hex) or a time-based seed; always printed. */
@@ -183,7 +200,7 @@ static inline uint64_t h_rand(uint64_t *state)
 static inline int h_main(int argc, char **argv, const struct h_test *tests,
                          size_t count)
 {
-    unsigned passed = 0, failed = 0;
+    unsigned passed = 0, failed = 0, skipped = 0;
     const char *filter = argc > 1 ? argv[1] : NULL;
 
     for (size_t i = 0; i < count; i++) {
@@ -191,21 +208,35 @@ static inline int h_main(int argc, char **argv, const struct h_test *tests,
             continue;
         h_checks = 0;
         h_failed = 0;
+        h_skipped = NULL;
         tests[i].fn();
-        if (h_checks == 0) {
+        if (h_checks == 0 && h_skipped == NULL) {
             fprintf(stderr, "%s: made no check\n", tests[i].name);
             h_failed = 1;
         }
-        printf("%-4s %s (%lu checks)\n", h_failed ? "FAIL" : "ok",
-               tests[i].name, h_checks);
-        fflush(stdout);
-        if (h_failed)
+        if (h_failed) {
             failed++;
-        else
+            printf("FAIL %s (%lu checks)\n", tests[i].name, h_checks);
+        } else if (h_skipped != NULL) {
+            skipped++;
+            printf("skip %s: %s\n", tests[i].name, h_skipped);
+        } else {
             passed++;
+            printf("ok   %s (%lu checks)\n", tests[i].name, h_checks);
+        }
+        fflush(stdout);
     }
-    printf("%u passed, %u failed\n", passed, failed);
-    return failed != 0 || passed == 0;
+    printf("%u passed, %u failed", passed, failed);
+    if (skipped > 0)
+        printf(", %u skipped", skipped);
+    printf("\n");
+    if (failed != 0)
+        return 1;
+    /* Nothing ran: a filter that matched no test is a mistake, and only
+     * skips is a skip (CTest's SKIP_RETURN_CODE). */
+    if (passed == 0)
+        return skipped > 0 ? H_SKIP_STATUS : 1;
+    return 0;
 }
 
 #endif /* ROTA_TEST_HARNESS_H */

@@ -16,6 +16,7 @@
 #include <limits.h>
 
 #include "harness.h"
+#include "wide.h" /* exact references */
 
 /* ------------------------------------------------------------ fixture */
 
@@ -76,8 +77,6 @@ static void log_reset(void)
 }
 
 static struct rota_wheel wheel, wheel2; /* ~33 KiB each */
-
-__extension__ typedef unsigned __int128 u128; /* for exact references */
 
 static uint64_t span(unsigned level)
 {
@@ -1791,9 +1790,7 @@ TEST(timeout_ms_rounding)
         if (tick == 0)
             tick = 1;
         rota_timer_arm(&wheel, &a.timer, d);
-        u128 ns = (u128)(d - 1000) * tick;
-        u128 exp = (ns + ms - 1) / ms;
-        int e = exp > INT_MAX ? INT_MAX : (int)exp;
+        int e = (int)w_min64(w_div_ceil(w_mul(d - 1000, tick), ms), INT_MAX);
         if (!CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, tick), e)) {
             fprintf(stderr, "    deadline %" PRIu64 ", tick %" PRIu64 "\n", d,
                     tick);
