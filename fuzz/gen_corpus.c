@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "fuzz_input.h"
+#include "harness.h" /* h_rand(): the tests' PRNG */
 #include "model/driver.h"
 
 struct recorder {
@@ -20,14 +21,6 @@ struct recorder {
     uint8_t *buf;
     size_t len, cap;
 };
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
 
 static void put(struct recorder *r, uint8_t b)
 {
@@ -43,7 +36,7 @@ static void put(struct recorder *r, uint8_t b)
 static uint64_t record_next(void *ctx, uint64_t bound)
 {
     struct recorder *r = ctx;
-    uint64_t v = splitmix(&r->state);
+    uint64_t v = h_rand(&r->state);
     unsigned width = fuzz_width(bound);
 
     if (bound != 0)

@@ -1,7 +1,7 @@
 /*
- * harness.h - the core tests' check harness, header-only.
+ * harness.h - the check harness of every C test, header-only.
  *
- *   TEST(name) { CHECK(...); CHECK_EQ_U64(a, b); ... }
+ *   TEST(name) { CHECK(...); CHECK_EQ_U64(a, b); CHECK_CMP(a, <, b); ... }
  *   static const struct h_test tests[] = {H_TEST(name), ...};
  *   int main(int argc, char **argv) { return h_main(argc, argv, tests,
  *                                                   H_COUNT(tests)); }
@@ -10,15 +10,23 @@
  * fails its test; the test goes on (checks are expressions returning
  * whether they passed, so `if (!CHECK(p != NULL)) return;` stops early).  A
  * test that makes no check at all fails too: every test must be able to.
+ * SKIP("why") ends a test that cannot run here; it counts as skipped.
  * h_main() runs the tests whose name contains argv[1] (all without one) and
- * ends with the line "N passed, M failed"; its status is non-zero if any
- * failed.  h_seed() reads ROTA_SEED (default: from the time) and always
- * prints it; h_small() is true when ROTA_TEST_SCALE=small (valgrind).
+ * ends with the line "N passed, M failed[, K skipped]"; its status is 1 if
+ * any failed or none ran, 77 if every one that ran skipped, else 0.
+ * Checks are made from the main thread only: helper threads and callbacks
+ * on other threads record into atomics that the main thread checks.
+ *
+ * h_seed() reads ROTA_SEED (default: from the time) and always prints it;
+ * h_rand() is the tests' one PRNG; h_env() reads an integer setting;
+ * h_small() is true when ROTA_TEST_SCALE=small (valgrind);
+ * h_expect_begin()/h_expect_end() bracket a planted fault.
  */
 #ifndef ROTA_TEST_HARNESS_H
 #define ROTA_TEST_HARNESS_H
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -136,6 +144,51 @@ static inline bool h_check_str(const char *a, const char *b, const char *file,
     h_check_ptr((const void *)(a), (const void *)(b), __FILE__, __LINE__, #a,  \
                 #b)
 #define CHECK_EQ_STR(a, b) h_check_str((a), (b), __FILE__, __LINE__, #a, #b)
+/* A failed check with a printf-style message instead of an expression
+ * (for conditions a single expression cannot show well). */
+#define FAIL_AT(file, line, ...) h_failf((file), (line), __VA_ARGS__)
+#define FAIL_MSG(...) h_failf(__FILE__, __LINE__, __VA_ARGS__)
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static inline void
+h_failf(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+
+    h_report(false, file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* Relational checks: CHECK_CMP(a, <=, b) compares as signed, CHECK_CMPU as
+ * unsigned 64-bit values; both print the two operands. */
+#define CHECK_CMP(a, op, b)                                                    \
+    h_check_cmp((long long)(a)op(long long)(b), (long long)(a),                \
+                (long long)(b), __FILE__, __LINE__, #a " " #op " " #b)
+#define CHECK_CMPU(a, op, b)                                                   \
+    h_check_cmpu((uint64_t)(a)op(uint64_t)(b), (uint64_t)(a), (uint64_t)(b),   \
+                 __FILE__, __LINE__, #a " " #op " " #b)
+
+static inline bool h_check_cmp(bool ok, long long a, long long b,
+                               const char *file, int line, const char *expr)
+{
+    if (!h_report(ok, file, line))
+        fprintf(stderr, "%s\n    left:  %lld\n    right: %lld\n", expr, a, b);
+    return ok;
+}
+
+static inline bool h_check_cmpu(bool ok, uint64_t a, uint64_t b,
+                                const char *file, int line, const char *expr)
+{
+    if (!h_report(ok, file, line))
+        fprintf(stderr, "%s\n    left:  %" PRIu64 "\n    right: %" PRIu64 "\n",
+                expr, a, b);
+    return ok;
+}
+
 /* rota_wheel_check() must pass; prints the violation it found. */
 #define CHECK_WHEEL(w)                                                         \
     do {                                                                       \
@@ -160,6 +213,13 @@ static inline bool h_check_str(const char *a, const char *b, const char *file,
 
 /* ------------------------------------------------------ seed and scale */
 
+/* An integer setting from the environment (decimal or 0x hex), or dflt. */
+static inline uint64_t h_env(const char *name, uint64_t dflt)
+{
+    const char *env = getenv(name);
+    return env != NULL && *env != '\0' ? strtoull(env, NULL, 0) : dflt;
+}
+
 /* ROTA_SEED (decimal or 0x hex) or a time-based seed; always printed. */
 static inline uint64_t h_seed(void)
 {
@@ -167,7 +227,7 @@ static inline uint64_t h_seed(void)
     uint64_t seed;
 
     if (env != NULL && *env != '\0') {
-        seed = strtoull(env, NULL, 0);
+        seed = h_env("ROTA_SEED", 0);
     } else {
         struct timespec ts;
         timespec_get(&ts, TIME_UTC);

@@ -54,12 +54,6 @@ static uint64_t master_seed;
 /* Summed over the runs: index = level. */
 static struct drv_geometry geometry[ROTA_WHEEL_LEVELS];
 
-static uint64_t env_u64(const char *name, uint64_t fallback)
-{
-    const char *v = getenv(name);
-    return v != NULL && *v != '\0' ? strtoull(v, NULL, 0) : fallback;
-}
-
 struct run {
     uint64_t start;
     size_t pool;
@@ -78,7 +72,7 @@ static uint64_t run_one(unsigned index, const struct run *r, uint64_t seed,
     cfg.pool = r->pool;
     cfg.start = r->start;
     cfg.fault = DRV_FAULT_NONE;
-    cfg.trace_from = env_u64("ROTA_TRACE", UINT64_MAX);
+    cfg.trace_from = h_env("ROTA_TRACE", UINT64_MAX);
     cfg.full_every = r->pool <= 300 ? 1 : 16;
     struct drv *d = drv_new(&cfg, src);
     if (!CHECK(d != NULL))
@@ -127,7 +121,7 @@ TEST(diff_random)
     static const size_t pools[] = {64, 300, 2000};
     static const uint64_t ops_normal[] = {120000, 80000, 40000};
     bool small = h_small();
-    uint64_t only = env_u64("ROTA_DIFF_RUN", UINT64_MAX);
+    uint64_t only = h_env("ROTA_DIFF_RUN", UINT64_MAX);
     uint64_t seeds = master_seed, total = 0;
     unsigned index = 0;
     bool ok = true;

@@ -74,7 +74,7 @@ static void check_ok(struct rota_keyed *map)
     const char *why = NULL;
     int rc = rota_keyed_check(map, &why);
     if (rc != 0)
-        kt_fail(__FILE__, __LINE__, "rota_keyed_check: %s", why ? why : "?");
+        FAIL_MSG("rota_keyed_check: %s", why ? why : "?");
 }
 
 static int v[16]; /* distinct value pointers: &v[i] */

@@ -93,7 +93,7 @@ static void verify_check(int line)
 {
     const char *why = NULL;
     if (rota_keyed_check(R.map, &why) != 0)
-        kt_fail(__FILE__, line, "check after op %" PRIu64 " (%s): %s", R.ops,
+        FAIL_AT(__FILE__, line, "check after op %" PRIu64 " (%s): %s", R.ops,
                 R.stage, why ? why : "?");
 }
 
@@ -174,28 +174,24 @@ static void on_expire(struct rota_keyed *map, const void *key, size_t len,
     (void)arg;
     R.fired++;
     if (e == NULL) {
-        kt_fail(__FILE__, __LINE__,
-                "op %" PRIu64 ": fired a key the "
-                "model does not hold",
-                R.ops);
+        FAIL_MSG("op %" PRIu64 ": fired a key the "
+                 "model does not hold",
+                 R.ops);
         return;
     }
     if (e->deadline == ROTA_NEVER || e->deadline > R.model.now)
-        kt_fail(__FILE__, __LINE__,
-                "op %" PRIu64 ": fired early: "
-                "deadline %" PRIu64 ", now %" PRIu64,
-                R.ops, e->deadline, R.model.now);
+        FAIL_MSG("op %" PRIu64 ": fired early: "
+                 "deadline %" PRIu64 ", now %" PRIu64,
+                 R.ops, e->deadline, R.model.now);
     if (e->pass == R.model.pass && e->strict)
-        kt_fail(__FILE__, __LINE__,
-                "op %" PRIu64 ": fired in the pass "
-                "that armed it",
-                R.ops);
+        FAIL_MSG("op %" PRIu64 ": fired in the pass "
+                 "that armed it",
+                 R.ops);
     if (e->pass != R.model.pass) {
         if (e->deadline < R.last_untouched)
-            kt_fail(__FILE__, __LINE__,
-                    "op %" PRIu64 ": out of deadline "
-                    "order",
-                    R.ops);
+            FAIL_MSG("op %" PRIu64 ": out of deadline "
+                     "order",
+                     R.ops);
         R.last_untouched = e->deadline;
     }
     CHECK(value == e->value);
@@ -227,10 +223,9 @@ static void verify_nothing_due(void)
     for (size_t i = 0; i < R.model.n; i++) {
         const struct km_entry *e = &R.model.e[i];
         if (e->deadline <= R.model.now && e->pass != R.model.pass) {
-            kt_fail(__FILE__, __LINE__,
-                    "op %" PRIu64 ": due entry (deadline "
-                    "%" PRIu64 ", now %" PRIu64 ") left by advance",
-                    R.ops, e->deadline, R.model.now);
+            FAIL_MSG("op %" PRIu64 ": due entry (deadline "
+                     "%" PRIu64 ", now %" PRIu64 ") left by advance",
+                     R.ops, e->deadline, R.model.now);
             return;
         }
     }
@@ -294,7 +289,7 @@ static void on_drain(struct rota_keyed *map, const void *key, size_t len,
     void *want = NULL;
     (void)map;
     if (km_remove(snapshot, key, len, &want) != 1)
-        kt_fail(__FILE__, __LINE__, "drain handed back an unknown key");
+        FAIL_MSG("drain handed back an unknown key");
     else
         CHECK(value == want);
 }

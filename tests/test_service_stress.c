@@ -359,8 +359,8 @@ int main(int argc, char **argv)
     g_seed = h_seed();
     /* valgrind (ROTA_TEST_SCALE=small) runs 20-50x slower: less time would
      * mean far fewer operations, so keep the time, use fewer threads. */
-    g_ms = st_env("ROTA_STRESS_MS", 2500);
-    g_threads = st_env("ROTA_STRESS_THREADS", h_small() ? 2 : 4);
+    g_ms = h_env("ROTA_STRESS_MS", 2500);
+    g_threads = h_env("ROTA_STRESS_THREADS", h_small() ? 2 : 4);
     if (g_threads < 1 || g_threads > 16)
         g_threads = 4;
     return h_main(argc, argv, tests, H_COUNT(tests));
