@@ -12,7 +12,9 @@
 # Usage (CTest passes these): run.sh CMAKE BUILD_DIR CONFIG CC [INSTRUMENTED]
 # INSTRUMENTED, when given, names the sanitizer/fuzzer option of the build:
 # such libraries need their runtime linked into every consumer, so the test
-# exits 77, which CTest reports as skipped.
+# exits 77, which CTest reports as skipped.  ROTA_CONSUMER_CFLAGS in the
+# environment (the build's CMAKE_C_FLAGS, say -m32) is passed to both
+# consumer builds: a library links only into code of the same ABI.
 set -eu
 
 cmake=$1
@@ -20,6 +22,7 @@ build=$2
 config=${3-}
 cc=${4:-cc}
 instrumented=${5-}
+cflags=${ROTA_CONSUMER_CFLAGS-}
 here=$(cd "$(dirname "$0")" && pwd)
 
 if [ -n "$instrumented" ]; then
@@ -44,6 +47,7 @@ fi
 echo "consumer_install: find_package(rota) build"
 "$cmake" -S "$here" -B "$tmp/cmake-build" \
     -DCMAKE_C_COMPILER="$cc" \
+    -DCMAKE_C_FLAGS="$cflags" \
     -DCMAKE_BUILD_TYPE="${config:-Release}" \
     -DCMAKE_PREFIX_PATH="$prefix" \
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$tmp/configure.log" ||
@@ -86,8 +90,8 @@ echo "consumer_install: pkg-config build ($(pkg-config --modversion rota))"
 flags=$(pkg-config --cflags --libs rota)
 # Strict flags, so the installed headers are shown to compile cleanly as
 # ISO C11 with every warning a careful user might enable.
-# shellcheck disable=SC2086 # $flags must split into words
-"$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror "$here/main.c" $flags \
+# shellcheck disable=SC2086 # $cflags and $flags must split into words
+"$cc" $cflags -std=c11 -Wall -Wextra -Wpedantic -Werror "$here/main.c" $flags \
     -o "$tmp/consumer_pc"
 libdir=$(pkg-config --variable=libdir rota)
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_pc"
