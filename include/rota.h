@@ -592,13 +592,19 @@ ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
 ROTA_API uint64_t rota_wheel_next_deadline(struct rota_wheel *wheel);
 
 /*
- * A timeout for epoll_wait()/poll(): milliseconds from `now` (in ticks of
- * `tick_ns` nanoseconds) until the earliest deadline, rounded up.  0 only
- * when a timer is already due at `now`, -1 when no timer is pending, and at
- * most INT_MAX.  `tick_ns` must be at least 1.
+ * A timeout for epoll_wait()/poll(), stored in *timeout_ms: milliseconds from
+ * `now` (in ticks of `tick_ns` nanoseconds) until the earliest deadline,
+ * rounded up; 0 only when a timer is already due at `now`; -1 (wait forever)
+ * when no timer is pending; at most INT_MAX.  Returns 0, or ROTA_EINVAL
+ * (wheel or timeout_ms NULL, tick_ns 0).  On an error *timeout_ms is 0 (when
+ * not NULL): a loop that ignores the error polls, it never waits forever.
+ *
+ *     int ms;
+ *     rota_wheel_timeout_ms(&wheel, now, tick_ns, &ms);
+ *     int n = epoll_wait(ep, evs, 64, ms);
  */
 ROTA_API int rota_wheel_timeout_ms(struct rota_wheel *wheel, uint64_t now,
-                                   uint64_t tick_ns);
+                                   uint64_t tick_ns, int *timeout_ms);
 
 /* The wheel's time: the latest `now` it was given. */
 ROTA_API uint64_t rota_wheel_now(const struct rota_wheel *wheel);

@@ -922,23 +922,33 @@ uint64_t rota_wheel_next_deadline(struct rota_wheel *w)
     return earliest;
 }
 
-int rota_wheel_timeout_ms(struct rota_wheel *w, uint64_t now, uint64_t tick_ns)
+int rota_wheel_timeout_ms(struct rota_wheel *w, uint64_t now, uint64_t tick_ns,
+                          int *timeout_ms)
 {
-    if (w == NULL || tick_ns == 0)
+    /* First, so that no error leaves the caller's variable at -1 (or
+     * unset): passed to epoll_wait(), any negative value waits forever. */
+    if (timeout_ms != NULL)
+        *timeout_ms = 0;
+    if (w == NULL || tick_ns == 0 || timeout_ms == NULL)
         return ROTA_EINVAL;
     uint64_t next = rota_wheel_next_deadline(w);
-    if (next == ROTA_NEVER)
-        return -1;
+    if (next == ROTA_NEVER) {
+        *timeout_ms = -1;
+        return 0;
+    }
     if (next <= now)
         return 0;
     uint64_t ticks = next - now;
     /* ceil(ticks * tick_ns / 1e6) without overflow: beyond INT_MAX ms is
      * clamped anyway. */
-    if (ticks > (uint64_t)INT_MAX * 1000000u / tick_ns + 1)
-        return INT_MAX;
+    if (ticks > (uint64_t)INT_MAX * 1000000u / tick_ns + 1) {
+        *timeout_ms = INT_MAX;
+        return 0;
+    }
     uint64_t ns = ticks * tick_ns;
     uint64_t ms = ns / 1000000u + (ns % 1000000u != 0);
-    return ms > INT_MAX ? INT_MAX : (int)ms;
+    *timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
+    return 0;
 }
 
 uint64_t rota_wheel_now(const struct rota_wheel *w)

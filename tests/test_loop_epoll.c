@@ -16,6 +16,21 @@
 
 /* ------------------------------------------------- pure: the timeout */
 
+/* The timeouts, which must come with status 0. */
+static int timeout_at(struct rota_wheel *w, uint64_t now_ns, uint64_t tick_ns)
+{
+    int ms = 12345;
+    CHECK_EQ_INT(rota_epoll_timeout_at(w, now_ns, tick_ns, &ms), 0);
+    return ms;
+}
+
+static int wait_ms(struct rota_epoll *et)
+{
+    int ms = 12345;
+    CHECK_EQ_INT(rota_epoll_wait_ms(et, &ms), 0);
+    return ms;
+}
+
 TEST(epoll_timeout_rounding)
 {
     struct rota_wheel w;
@@ -24,42 +39,50 @@ TEST(epoll_timeout_rounding)
 
     rota_wheel_init(&w, 0);
     rota_timer_init(&t, NULL);
-    CHECK(rota_epoll_timeout_at(NULL, 0, ms) == ROTA_EINVAL);
-    CHECK(rota_epoll_timeout_at(&w, 0, 0) == ROTA_EINVAL);
-    CHECK(rota_epoll_timeout(NULL, NULL) == ROTA_EINVAL);
-    CHECK(rota_epoll_timeout_at(&w, 0, ms) == -1); /* empty: forever */
+    /* Errors store 0, never -1: epoll_wait() would wait forever. */
+    int out = -1;
+    CHECK(rota_epoll_timeout_at(NULL, 0, ms, &out) == ROTA_EINVAL);
+    CHECK_EQ_INT(out, 0);
+    out = -1;
+    CHECK(rota_epoll_timeout_at(&w, 0, 0, &out) == ROTA_EINVAL);
+    CHECK_EQ_INT(out, 0);
+    out = -1;
+    CHECK(rota_epoll_timeout(NULL, NULL, &out) == ROTA_EINVAL);
+    CHECK_EQ_INT(out, 0);
+    CHECK(rota_epoll_timeout_at(&w, 0, ms, NULL) == ROTA_EINVAL);
+    CHECK(timeout_at(&w, 0, ms) == -1); /* empty: forever */
 
     /* 1 ms ticks, deadline 5 ms. */
     CHECK(rota_timer_arm(&w, &t, 5) == 0);
-    CHECK(rota_epoll_timeout_at(&w, 0, ms) == 5);
-    CHECK(rota_epoll_timeout_at(&w, 4200000u, ms) == 1); /* 0.8 -> 1 */
-    CHECK(rota_epoll_timeout_at(&w, 4999999u, ms) == 1); /* never 0 early */
-    CHECK(rota_epoll_timeout_at(&w, 5000000u, ms) == 0); /* due */
-    CHECK(rota_epoll_timeout_at(&w, 9000000u, ms) == 0); /* overdue */
+    CHECK(timeout_at(&w, 0, ms) == 5);
+    CHECK(timeout_at(&w, 4200000u, ms) == 1); /* 0.8 -> 1 */
+    CHECK(timeout_at(&w, 4999999u, ms) == 1); /* never 0 early */
+    CHECK(timeout_at(&w, 5000000u, ms) == 0); /* due */
+    CHECK(timeout_at(&w, 9000000u, ms) == 0); /* overdue */
 
     /* 100 ms ticks: deadline 3 = 300 ms; rounded from ns, not ticks. */
-    CHECK(rota_epoll_timeout_at(&w, 0, 100 * ms) == 500);
+    CHECK(timeout_at(&w, 0, 100 * ms) == 500);
     rota_timer_arm(&w, &t, 3);
-    CHECK(rota_epoll_timeout_at(&w, 250000100u, 100 * ms) == 50);
-    CHECK(rota_epoll_timeout_at(&w, 299999999u, 100 * ms) == 1);
+    CHECK(timeout_at(&w, 250000100u, 100 * ms) == 50);
+    CHECK(timeout_at(&w, 299999999u, 100 * ms) == 1);
 
     /* 1 s ticks: deadline 2 s, half a second left. */
     rota_timer_arm(&w, &t, 2);
-    CHECK(rota_epoll_timeout_at(&w, 1500000000u, 1000 * ms) == 500);
+    CHECK(timeout_at(&w, 1500000000u, 1000 * ms) == 500);
 
     /* Far deadlines clamp; ticks * tick_ns overflowing saturates. */
     rota_timer_arm(&w, &t, ROTA_MAX_DEADLINE);
-    CHECK(rota_epoll_timeout_at(&w, 0, ms) == INT_MAX);
-    CHECK(rota_epoll_timeout_at(&w, 0, 1) == INT_MAX);
+    CHECK(timeout_at(&w, 0, ms) == INT_MAX);
+    CHECK(timeout_at(&w, 0, 1) == INT_MAX);
     rota_timer_arm(&w, &t, (uint64_t)INT_MAX + 10);
-    CHECK(rota_epoll_timeout_at(&w, 0, ms) == INT_MAX);
+    CHECK(timeout_at(&w, 0, ms) == INT_MAX);
 
     /* Touch later: the timeout follows (it is recomputed every turn). */
     rota_timer_arm(&w, &t, 10);
     CHECK(rota_timer_touch(&w, &t, 40) == 0);
-    CHECK(rota_epoll_timeout_at(&w, 0, ms) == 40);
+    CHECK(timeout_at(&w, 0, ms) == 40);
     rota_timer_cancel(&w, &t);
-    CHECK(rota_epoll_timeout_at(&w, 0, ms) == -1);
+    CHECK(timeout_at(&w, 0, ms) == -1);
 }
 
 /* ------------------------------------- struct rota_epoll: bookkeeping */
@@ -76,7 +99,9 @@ static void epoll_object(unsigned flags)
     CHECK(rota_epoll_init(&et, NULL, NULL, flags) == ROTA_EINVAL);
     CHECK(rota_epoll_fd(&et) == -1);
     rota_epoll_close(&et); /* a no-op after a failed init */
-    CHECK(rota_epoll_wait_ms(NULL) == ROTA_EINVAL);
+    int out = -1;
+    CHECK(rota_epoll_wait_ms(NULL, &out) == ROTA_EINVAL);
+    CHECK_EQ_INT(out, 0);
     CHECK(rota_epoll_dispatch(NULL) == ROTA_EINVAL);
 
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
@@ -85,7 +110,8 @@ static void epoll_object(unsigned flags)
     CHECK(rota_epoll_init(&et, &w, &clk, flags) == 0);
     CHECK(tfd ? rota_epoll_fd(&et) >= 0 : rota_epoll_fd(&et) == -1);
     CHECK(rota_epoll_armed(&et) == ROTA_NEVER);
-    CHECK(rota_epoll_wait_ms(&et) == -1); /* empty: wait forever */
+    CHECK(rota_epoll_wait_ms(&et, NULL) == ROTA_EINVAL);
+    CHECK(wait_ms(&et) == -1); /* empty: wait forever */
     CHECK(rota_epoll_dispatch(&et) == 0);
     CHECK_CMPU(rota_epoll_rearms(&et), ==, 0);
 
@@ -95,16 +121,16 @@ static void epoll_object(unsigned flags)
         rota_timer_init(&t[i], NULL);
     uint64_t d = rota_clock_deadline_after(&clk, 60000 * LT_MS);
     CHECK(rota_timer_arm(&w, &t[0], d) == 0);
-    int ms = rota_epoll_wait_ms(&et);
+    int ms = wait_ms(&et);
     CHECK(tfd ? ms == -1 : (ms > 59000 && ms <= 60001));
     CHECK(rota_epoll_armed(&et) == d);
     CHECK_CMPU(rota_epoll_rearms(&et), ==, 1);
     CHECK(rota_timer_arm(&w, &t[1], d + 5000) == 0);
     CHECK(rota_timer_touch(&w, &t[0], d + 9000) == 0);
     CHECK(rota_epoll_sync(&et) == 0);
-    rota_epoll_wait_ms(&et);
+    wait_ms(&et);
     CHECK(rota_timer_cancel(&w, &t[1]) == 1);
-    rota_epoll_wait_ms(&et);
+    wait_ms(&et);
     CHECK_CMPU(rota_epoll_rearms(&et), ==, 1);
     CHECK(rota_epoll_armed(&et) == d); /* stale but harmless: early */
     CHECK(rota_timer_arm(&w, &t[2], d - 30000) == 0);
@@ -165,7 +191,7 @@ TEST(epoll_timerfd_coarse_clock_fires_once)
         uint64_t due = rota_clock_now_ns(&clk) + 3 * LT_MS;
         CHECK(rota_timer_arm(&w, &t,
                              rota_clock_deadline_after(&clk, 3 * LT_MS)) == 0);
-        CHECK(rota_epoll_wait_ms(&et) == -1);
+        CHECK(wait_ms(&et) == -1);
         struct pollfd pf = {.fd = rota_epoll_fd(&et), .events = POLLIN};
         int before = coarse_fired;
         while (coarse_fired == before && dispatches < 1000) {
@@ -246,7 +272,7 @@ static void e_run(void)
     bool tfd = rota_epoll_fd(&et) >= 0;
 
     for (;;) {
-        int timeout = rota_epoll_wait_ms(&et);
+        int timeout = wait_ms(&et);
         if ((nwatched == 0 && rota_epoll_armed(&et) == ROTA_NEVER) ||
             lt_mono_ns() >= give_up)
             break;

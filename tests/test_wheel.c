@@ -78,6 +78,14 @@ static void log_reset(void)
 
 static struct rota_wheel wheel, wheel2; /* ~33 KiB each */
 
+/* rota_wheel_timeout_ms()'s timeout, which must come with status 0. */
+static int tmo(struct rota_wheel *w, uint64_t now, uint64_t tick_ns)
+{
+    int ms = 12345;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(w, now, tick_ns, &ms), 0);
+    return ms;
+}
+
 static uint64_t span(unsigned level)
 {
     if (level >= ROTA_WHEEL_LEVELS)
@@ -142,7 +150,7 @@ TEST(wheel_init_empty)
     CHECK_EQ_U64(rota_wheel_now(&wheel), 0);
     CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), ROTA_NEVER);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 0, 1000000), -1);
+    CHECK_EQ_INT(tmo(&wheel, 0, 1000000), -1);
     memset(&s, 0xff, sizeof s);
     rota_wheel_stats(&wheel, &s);
     CHECK_EQ_U64(s.armed + s.fired + s.cancelled + s.touched + s.refiled +
@@ -192,8 +200,13 @@ TEST(null_pointers_einval)
     CHECK_EQ_INT(rota_wheel_advance_max(NULL, 20, 5, &n), ROTA_EINVAL);
     CHECK_EQ_INT(rota_wheel_expire(NULL, 20, out, 2, &n), ROTA_EINVAL);
     CHECK_EQ_INT(rota_wheel_expire(&wheel, 20, NULL, 2, &n), ROTA_EINVAL);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(NULL, 20, 1000000), ROTA_EINVAL);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 20, 0), ROTA_EINVAL);
+    int ms = -1;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(NULL, 20, 1000000, &ms), ROTA_EINVAL);
+    CHECK_EQ_INT(ms, 0);
+    ms = -1;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 20, 0, &ms), ROTA_EINVAL);
+    CHECK_EQ_INT(ms, 0);
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 20, 1000000, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_wheel_drain(NULL, drain_count, &n), ROTA_EINVAL);
     CHECK_EQ_INT(rota_wheel_drain(&wheel, NULL, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_wheel_check(NULL, &why), ROTA_ECORRUPT);
@@ -441,7 +454,7 @@ TEST(arm_fire_cancel_basics)
     CHECK_EQ_INT(rota_timer_arm(&wheel, &a.timer, 3), 0);
     CHECK_EQ_U64(rota_timer_deadline(&a.timer), 1000);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 1000);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1000000), 0);
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1000000), 0);
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 1000), 1);
     CHECK_EQ_INT(ent[0].id, 0);
@@ -701,7 +714,7 @@ TEST(rearm_delay_zero_in_callback_fires_next_call)
     CHECK(rota_timer_pending(&a.timer));
     CHECK_EQ_U64(rota_timer_deadline(&a.timer), 10);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 10);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 10, 1000000), 0);
+    CHECK_EQ_INT(tmo(&wheel, 10, 1000000), 0);
     CHECK_WHEEL(&wheel);
     /* The next call fires it again, once, even without moving time. */
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 10), 1);
@@ -1737,7 +1750,7 @@ TEST(next_deadline_after_touching_deferred_timer)
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 10), 1);
     CHECK_EQ_U64(armed_deadline, 100);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 100);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 10, 1000000), 90);
+    CHECK_EQ_INT(tmo(&wheel, 10, 1000000), 90);
     CHECK_WHEEL(&wheel);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 99), 0);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 100), 1);
@@ -1750,45 +1763,38 @@ TEST(timeout_ms_rounding)
 
     rota_wheel_init(&wheel, 1000);
     tn_init(&a, 0);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, ms), -1);
+    CHECK_EQ_INT(tmo(&wheel, 1000, ms), -1);
     rota_timer_arm(&wheel, &a.timer, 1001);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, ms), 1);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1001, ms), 0); /* due */
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 5000, ms), 0);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 990, ms), 11); /* caller's now */
+    CHECK_EQ_INT(tmo(&wheel, 1000, ms), 1);
+    CHECK_EQ_INT(tmo(&wheel, 1001, ms), 0); /* due */
+    CHECK_EQ_INT(tmo(&wheel, 5000, ms), 0);
+    CHECK_EQ_INT(tmo(&wheel, 990, ms), 11); /* caller's now */
     /* Rounded up, never to 0 while not due. */
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1), 1);       /* 1 ns */
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1500000), 2); /* 1.5 ms */
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 999999), 1);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1000001), 2);
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1), 1);       /* 1 ns */
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1500000), 2); /* 1.5 ms */
+    CHECK_EQ_INT(tmo(&wheel, 1000, 999999), 1);
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1000001), 2);
     rota_timer_arm(&wheel, &a.timer, 1000 + 1000000);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1), 1); /* 1e6 ns */
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1), 1); /* 1e6 ns */
     rota_timer_arm(&wheel, &a.timer, 1000 + 1000001);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1), 2);
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1), 2);
     rota_timer_arm(&wheel, &a.timer, 1000 + 3000);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1000), 3); /* us ticks */
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1000), 3); /* us ticks */
     /* Clamped at INT_MAX. */
     rota_timer_arm(&wheel, &a.timer, 1000 + (uint64_t)INT_MAX);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, ms), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, ms), INT_MAX);
     rota_timer_arm(&wheel, &a.timer, 1000 + (uint64_t)INT_MAX - 1);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, ms), INT_MAX - 1);
+    CHECK_EQ_INT(tmo(&wheel, 1000, ms), INT_MAX - 1);
     rota_timer_arm(&wheel, &a.timer, ROTA_MAX_DEADLINE);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, ms), INT_MAX);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, UINT64_MAX), INT_MAX);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 0, 1), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, ms), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, UINT64_MAX), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 0, 1), INT_MAX);
     rota_timer_arm(&wheel, &a.timer, 1001);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, UINT64_MAX), INT_MAX);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, (uint64_t)INT_MAX * ms),
-                 INT_MAX);
-    CHECK_EQ_INT(
-        rota_wheel_timeout_ms(&wheel, 1000, (uint64_t)INT_MAX * ms - 1),
-        INT_MAX);
-    CHECK_EQ_INT(
-        rota_wheel_timeout_ms(&wheel, 1000, (uint64_t)(INT_MAX - 1) * ms + 1),
-        INT_MAX);
-    CHECK_EQ_INT(
-        rota_wheel_timeout_ms(&wheel, 1000, (uint64_t)(INT_MAX - 1) * ms),
-        INT_MAX - 1);
+    CHECK_EQ_INT(tmo(&wheel, 1000, UINT64_MAX), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, (uint64_t)INT_MAX * ms), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, (uint64_t)INT_MAX * ms - 1), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, (uint64_t)(INT_MAX - 1) * ms + 1), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, (uint64_t)(INT_MAX - 1) * ms), INT_MAX - 1);
     /* Against 128-bit arithmetic over many values. */
     uint64_t seed = 5;
     for (int i = 0; i < 20000; i++) {
@@ -1800,14 +1806,33 @@ TEST(timeout_ms_rounding)
             tick = 1;
         rota_timer_arm(&wheel, &a.timer, d);
         int e = (int)w_min64(w_div_ceil(w_mul(d - 1000, tick), ms), INT_MAX);
-        if (!CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, tick), e)) {
+        if (!CHECK_EQ_INT(tmo(&wheel, 1000, tick), e)) {
             fprintf(stderr, "    deadline %" PRIu64 ", tick %" PRIu64 "\n", d,
                     tick);
             break;
         }
     }
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 0), ROTA_EINVAL);
     CHECK_WHEEL(&wheel);
+}
+
+/* epoll_wait() and poll() wait forever for any negative timeout: an error
+ * must leave 0 (poll), never -1, and differ from "no timer" (rc 0, -1). */
+TEST(timeout_ms_errors_never_wait_forever)
+{
+    int ms;
+
+    rota_wheel_init(&wheel, 0);
+    ms = 12345;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 0, 1000000, &ms), 0);
+    CHECK_EQ_INT(ms, -1); /* no timer: wait forever */
+    ms = -1;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(NULL, 0, 1000000, &ms), ROTA_EINVAL);
+    CHECK_EQ_INT(ms, 0);
+    ms = -1;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 0, &ms), ROTA_EINVAL);
+    CHECK_EQ_INT(ms, 0);
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 0, 1000000, NULL), ROTA_EINVAL);
+    CHECK(ROTA_EINVAL != 0); /* an error is never read as success */
 }
 
 /* --------------------------------------------------------------- drain */
@@ -1978,7 +2003,7 @@ TEST(touch_unchecked_moves_later_and_heals_the_cache)
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 1100), 0);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 1200);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1100, 1000000), 100);
+    CHECK_EQ_INT(tmo(&wheel, 1100, 1000000), 100);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 1200), 1);
     CHECK_EQ_INT(ent[0].id, 1);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 1299), 0);
@@ -1999,7 +2024,7 @@ TEST(touch_unchecked_moves_later_and_heals_the_cache)
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 5000), 0);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 7000);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 5000, 1000000), 2000);
+    CHECK_EQ_INT(tmo(&wheel, 5000, 1000000), 2000);
     CHECK_WHEEL(&wheel);
 }
 
@@ -2157,6 +2182,7 @@ int main(int argc, char **argv)
         H_TEST(next_deadline_exact),
         H_TEST(next_deadline_after_touching_deferred_timer),
         H_TEST(timeout_ms_rounding),
+        H_TEST(timeout_ms_errors_never_wait_forever),
         H_TEST(drain_hands_back_everything),
         H_TEST(stats_counters),
         H_TEST(stats_touch_to_same_deadline_is_not_counted),

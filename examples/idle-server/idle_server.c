@@ -160,8 +160,9 @@ struct worker {
     int ep;
     int listen_fd;
     int wake_fd;
-    int reserve_fd; /* spare descriptor for EMFILE */
-    bool listening; /* listener is in the epoll set */
+    int reserve_fd;    /* spare descriptor for EMFILE */
+    bool listening;    /* listener is in the epoll set */
+    bool warned_timer; /* said once that the timerfd could not be armed */
     pthread_t thread;
     struct conn listen_tag, wake_tag, tfd_tag;
     struct conn *free_list;
@@ -458,7 +459,14 @@ static void *worker_main(void *arg)
 
     while (!atomic_load_explicit(&stopping, memory_order_relaxed)) {
         /* Re-arms only if this turn's accepts armed an earlier timer. */
-        int timeout = rota_epoll_wait_ms(&w->et);
+        int timeout;
+        if (rota_epoll_wait_ms(&w->et, &timeout) < 0 && !w->warned_timer) {
+            /* timeout is 0 then: the loop polls, and says so once. */
+            fprintf(stderr,
+                    "idle-server: worker %d: cannot arm the timer: %s\n", w->id,
+                    strerror(errno));
+            w->warned_timer = true;
+        }
         int n = epoll_wait(w->ep, evs, 256, timeout);
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "idle-server: worker %d: epoll_wait: %s\n", w->id,

@@ -130,17 +130,19 @@ uint64_t model_next_deadline(const struct model *m)
     return best;
 }
 
-int model_timeout_ms(const struct model *m, uint64_t now, uint64_t tick_ns)
+int model_timeout_ms(const struct model *m, uint64_t now, uint64_t tick_ns,
+                     int *timeout_ms)
 {
+    *timeout_ms = 0;
     if (tick_ns == 0)
         return ROTA_EINVAL;
     uint64_t next = model_next_deadline(m);
     if (next == ROTA_NEVER)
-        return -1;
-    if (next <= now)
-        return 0;
-    struct wide ms = w_div_ceil(w_mul(next - now, tick_ns), 1000000u);
-    return (int)w_min64(ms, INT_MAX);
+        *timeout_ms = -1;
+    else if (next > now)
+        *timeout_ms = (int)w_min64(
+            w_div_ceil(w_mul(next - now, tick_ns), 1000000u), INT_MAX);
+    return 0;
 }
 
 static bool eligible(const struct model *m, const struct model_timer *t)

@@ -87,7 +87,10 @@ int model_touch(struct model *m, uint32_t id, uint64_t deadline);
 int model_cancel(struct model *m, uint32_t id);
 
 uint64_t model_next_deadline(const struct model *m);
-int model_timeout_ms(const struct model *m, uint64_t now, uint64_t tick_ns);
+/* As rota_wheel_timeout_ms(): 0 or ROTA_EINVAL, the timeout in *timeout_ms
+ * (0 on an error). */
+int model_timeout_ms(const struct model *m, uint64_t now, uint64_t tick_ns,
+                     int *timeout_ms);
 /* Whether a non-deferred pending timer is due at the model's now. */
 bool model_due(const struct model *m);
 
