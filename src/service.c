@@ -186,11 +186,12 @@ static unsigned my_id(void)
     return tl_id;
 }
 
-/* The record a handle names, or NULL when the index was never allocated. */
+/* The record a handle names, or NULL when the handle is another service's
+ * or its index was never allocated. */
 static struct rec *rec_of(struct rota_service *svc,
                           struct rota_service_handle h)
 {
-    if (h.generation == 0 ||
+    if (h.service != svc->id || h.generation == 0 ||
         h.index >= atomic_load_explicit(&svc->nrecords, memory_order_acquire))
         return NULL;
     return rec_at(svc, h.index);
@@ -741,7 +742,7 @@ static int arm(struct rota_service *svc, uint64_t deadline, uint64_t period,
 
     maybe_wake(svc, deadline);
     if (out != NULL)
-        *out = (struct rota_service_handle){index, gen};
+        *out = (struct rota_service_handle){index, gen, svc->id};
     return 0;
 }
 
@@ -945,7 +946,7 @@ int rota_service_cancel_sync(struct rota_service *svc,
     bool cleared;
     if (svc == NULL)
         return ROTA_EINVAL;
-    if (rota__service_tl_cb.svc == svc &&
+    if (rota__service_tl_cb.svc == svc && timer.service == svc->id &&
         rota__service_tl_cb.index == timer.index &&
         rota__service_tl_cb.gen == timer.generation)
         return ROTA_EDEADLK;

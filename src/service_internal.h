@@ -280,7 +280,8 @@ struct rota_service {
     unsigned nshards;
     unsigned base_shift; /* log2 of chunk 0's size */
     bool sysclock_used;
-    void *raw; /* what alloc returned for this struct */
+    uint64_t id; /* in every handle it gives out: unique in the process */
+    void *raw;   /* what alloc returned for this struct */
     struct shard *shards;
     void *shards_raw;
     size_t shards_bytes;

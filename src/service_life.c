@@ -131,6 +131,9 @@ int rota_service_create(struct rota_service **out,
     struct rota_service *svc = align64(raw);
     memset(svc, 0, sizeof *svc);
     svc->raw = raw;
+    /* 64 bits: a process would need centuries of creates to wrap. */
+    static _Atomic uint64_t last_id;
+    svc->id = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
     svc->alloc = alloc;
     atomic_init(&svc->bytes, sizeof *svc + 64);
     svc->tick_ns = cfg.tick_ns == 0 ? 1000 : cfg.tick_ns;
@@ -295,7 +298,8 @@ int rota_service_stop(struct rota_service *svc, rota_service_handback_fn *fn,
         if (fn != NULL) {
             uint32_t gen =
                 gen_of(atomic_load_explicit(&r->word, memory_order_relaxed));
-            fn(svc, (struct rota_service_handle){r->index, gen}, r->arg, arg);
+            fn(svc, (struct rota_service_handle){r->index, gen, svc->id},
+               r->arg, arg);
         }
         rota__service_release(svc, r, 0); /* frees it */
     }

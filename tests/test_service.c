@@ -120,7 +120,8 @@ static void probe_fn(struct rota_service *svc,
 
 static bool same(struct rota_service_handle a, struct rota_service_handle b)
 {
-    return a.index == b.index && a.generation == b.generation;
+    return a.index == b.index && a.generation == b.generation &&
+           a.service == b.service;
 }
 
 /* --------------------------------------------------------------- tests */
@@ -144,14 +145,14 @@ static void test_create_errors(void)
     CHECK_EQ_INT(rota_service_stop(NULL, NULL, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_service_sync(NULL), ROTA_EINVAL);
     CHECK_EQ_INT(
-        rota_service_try_cancel(NULL, (struct rota_service_handle){0, 1}),
+        rota_service_try_cancel(NULL, (struct rota_service_handle){0, 1, 1}),
         ROTA_EINVAL);
     CHECK_EQ_INT(
-        rota_service_cancel_sync(NULL, (struct rota_service_handle){0, 1}),
+        rota_service_cancel_sync(NULL, (struct rota_service_handle){0, 1, 1}),
         ROTA_EINVAL);
     CHECK_EQ_INT(rota_service_arm(NULL, 1, probe_fn, NULL, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(
-        rota_service_touch(NULL, (struct rota_service_handle){0, 1}, 1),
+        rota_service_touch(NULL, (struct rota_service_handle){0, 1, 1}, 1),
         ROTA_EINVAL);
     CHECK_EQ_INT(rota_service_check(NULL, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_service_now(NULL), 0);
@@ -319,8 +320,10 @@ static void test_try_cancel_not_pending(void)
     CHECK_EQ_INT(rota_service_try_cancel(f.svc, h), ROTA_SERVICE_NOT_PENDING);
     CHECK_EQ_INT(rota_service_cancel_sync(f.svc, h), ROTA_SERVICE_NOT_PENDING);
     CHECK_EQ_INT(rota_service_touch(f.svc, h, ST_MS), ROTA_ENOENT);
-    /* Handles that never named anything. */
-    struct rota_service_handle zero = {0, 0}, far = {UINT32_MAX - 1, 1};
+    /* Handles that never named anything (`far`: this service's, at an
+     * index it never allocated). */
+    struct rota_service_handle zero = {0, 0, 0};
+    struct rota_service_handle far = {UINT32_MAX - 1, 1, h.service};
     CHECK_EQ_INT(rota_service_try_cancel(f.svc, zero),
                  ROTA_SERVICE_NOT_PENDING);
     CHECK_EQ_INT(rota_service_try_cancel(f.svc, far), ROTA_SERVICE_NOT_PENDING);
@@ -539,6 +542,35 @@ static void test_stale_handles(void)
     CHECK_EQ_INT(atomic_load(&b.runs), 1);
     CHECK(same(b.handle[0], hb));
     fix_fini(&f);
+}
+
+/* A handle names a timer of the service that armed it: another service
+ * given it (whose own timer may sit at the same index and generation)
+ * answers "not pending" and leaves its timers alone. */
+static void test_handle_of_another_service(void)
+{
+    struct fix f1, f2;
+    struct probe a = {.id = 1}, b = {.id = 2};
+    struct rota_service_handle ha, hb;
+    fix_init(&f1, 0);
+    fix_init(&f2, 0);
+    CHECK_EQ_INT(rota_service_arm(f1.svc, ST_MS, probe_fn, &a, &ha), 0);
+    CHECK_EQ_INT(rota_service_arm(f2.svc, ST_MS, probe_fn, &b, &hb), 0);
+    CHECK_EQ_INT(ha.index, hb.index); /* the first record of each */
+    CHECK_EQ_INT(ha.generation, hb.generation);
+    CHECK(!same(ha, hb));
+    CHECK_EQ_INT(rota_service_touch(f2.svc, ha, 100 * ST_S), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_service_try_cancel(f2.svc, ha), ROTA_SERVICE_NOT_PENDING);
+    CHECK_EQ_INT(rota_service_cancel_sync(f2.svc, ha),
+                 ROTA_SERVICE_NOT_PENDING);
+    advance(&f1, ST_MS);
+    advance(&f2, ST_MS);
+    CHECK_EQ_INT(atomic_load(&a.runs), 1);
+    CHECK_EQ_INT(atomic_load(&b.runs), 1); /* untouched, not cancelled */
+    CHECK(same(b.handle[0], hb));
+    CHECK(!same(b.handle[0], ha));
+    fix_fini(&f2);
+    fix_fini(&f1);
 }
 
 static void test_touch(void)
@@ -1909,6 +1941,7 @@ static const struct h_test tests[] = {
     H_TEST(test_cancel_sync_periodic_running),
     H_TEST(test_apollo_race),
     H_TEST(test_stale_handles),
+    H_TEST(test_handle_of_another_service),
     H_TEST(test_touch),
     H_TEST(test_touch_periodic),
     H_TEST(test_periodic_schedule),
