@@ -601,24 +601,31 @@ static bool add_deadline(uint64_t a, uint64_t b, uint64_t *sum)
     return true;
 }
 
-/* The deadline after `fired` for a periodic timer, per its policy. */
+/*
+ * The deadline after `fired` for a periodic timer, per its policy (rota.h,
+ * enum rota_missed).  A tick is missed when the schedule's next point,
+ * fired + period, is already due (<= now): only then do the policies
+ * differ.  A fire late by less than a period keeps the schedule under every
+ * policy; BURST keeps it always (each missed point fires in this call);
+ * SKIP moves to the first point strictly after now; DELAY restarts the
+ * schedule at now + period.  False when the next deadline would pass
+ * ROTA_MAX_DEADLINE: the schedule ends.
+ */
 static bool next_period(const struct rota_wheel *w, const struct rota_timer *t,
                         uint64_t fired, uint64_t *next)
 {
     uint64_t period = t->period_;
+    uint64_t late = w->now_ - fired; /* fired <= now: it came due */
 
-    switch (t->policy_) {
-    case ROTA_MISSED_BURST:
+    if (late < period || t->policy_ == ROTA_MISSED_BURST)
         return add_deadline(fired, period, next);
-    case ROTA_MISSED_DELAY:
+    if (t->policy_ == ROTA_MISSED_DELAY)
         return add_deadline(w->now_, period, next);
-    default: { /* ROTA_MISSED_SKIP: next boundary strictly after now */
-        uint64_t missed = (w->now_ - fired) / period + 1;
-        if (missed > UINT64_MAX / period)
-            return false;
-        return add_deadline(fired, missed * period, next);
-    }
-    }
+    /* ROTA_MISSED_SKIP: fired + k * period, k = late / period + 1 >= 2. */
+    uint64_t k = late / period + 1;
+    if (k > UINT64_MAX / period)
+        return false;
+    return add_deadline(fired, k * period, next);
 }
 
 /* Remove the due timer at the head and account for its firing; a periodic

@@ -15,7 +15,9 @@
  * prints, for each level, how many deadlines and clock steps landed within
  * a tick of one of its boundaries and how many steps crossed one, and fails
  * if any level was never aimed at: a generator that drifts from the wheel's
- * geometry cannot pass unnoticed.
+ * geometry cannot pass unnoticed.  The same goes for periodic timers: each
+ * missed-tick policy must have fired late by less than a period, by exactly
+ * one period and by more.
  *
  * First the comparison proves it can fail: each planted fault (a fired timer
  * dropped from the record, two fires swapped, the model asked one tick
@@ -53,6 +55,8 @@ static uint64_t master_seed;
 
 /* Summed over the runs: index = level. */
 static struct drv_geometry geometry[ROTA_WHEEL_LEVELS];
+/* Periodic fires by policy and lateness (driver.h). */
+static uint64_t periodic[3][3];
 
 struct run {
     uint64_t start;
@@ -88,6 +92,9 @@ static uint64_t run_one(unsigned index, const struct run *r, uint64_t seed,
         geometry[k].near_steps += g.near_steps;
         geometry[k].crossings += g.crossings;
     }
+    for (int p = 0; p < 3; p++)
+        for (int l = 0; l < 3; l++)
+            periodic[p][l] += drv_periodic_fires(d, p, l);
     uint64_t fires = drv_fires(d), actions = drv_actions(d);
     uint64_t restarts = drv_restarts(d);
     double pending = drv_avg_pending(d);
@@ -165,6 +172,17 @@ TEST(diff_random)
             CHECK(g->near_steps > 0);
             CHECK(g->crossings > 0);
         }
+    }
+    /* Every missed-tick policy fired late by less than a period (all keep
+     * the schedule), by exactly one (the next point is due too) and by
+     * more, each compared with the model. */
+    static const char *const policy[] = {"SKIP", "BURST", "DELAY"};
+    printf("  periodic fires  late < period  late == period  late > period\n");
+    for (int p = 0; p < 3; p++) {
+        printf("  %-14s  %13" PRIu64 "  %14" PRIu64 "  %13" PRIu64 "\n",
+               policy[p], periodic[p][0], periodic[p][1], periodic[p][2]);
+        for (int l = 0; l < 3; l++)
+            CHECK(periodic[p][l] > 0);
     }
 }
 

@@ -1182,6 +1182,47 @@ TEST(periodic_missed_delay)
     periodic_case(ROTA_MISSED_DELAY, lates, 1, 65);
 }
 
+/* The table of rota.h (enum rota_missed): first 10, period 10, advanced
+ * once to `to`.  Late by less than a period nothing is missed and every
+ * policy stays on the schedule; exactly one period late the next point is
+ * due too, so BURST fires it in the same call and SKIP and DELAY go on at
+ * 30 (= now + period); later than that DELAY leaves the schedule. */
+TEST(periodic_policies_by_lateness)
+{
+    static const struct {
+        uint64_t to;
+        enum rota_missed policy;
+        size_t fires;
+        uint64_t next;
+    } cases[] = {
+        {15, ROTA_MISSED_SKIP, 1, 20},  {15, ROTA_MISSED_BURST, 1, 20},
+        {15, ROTA_MISSED_DELAY, 1, 20}, {19, ROTA_MISSED_DELAY, 1, 20},
+        {20, ROTA_MISSED_SKIP, 1, 30},  {20, ROTA_MISSED_BURST, 2, 30},
+        {20, ROTA_MISSED_DELAY, 1, 30}, {25, ROTA_MISSED_SKIP, 1, 30},
+        {25, ROTA_MISSED_BURST, 2, 30}, {25, ROTA_MISSED_DELAY, 1, 35},
+        {55, ROTA_MISSED_SKIP, 1, 60},  {55, ROTA_MISSED_BURST, 5, 60},
+        {55, ROTA_MISSED_DELAY, 1, 65},
+    };
+    struct tn a;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rota_wheel_init(&wheel, 0);
+        tn_init(&a, 0);
+        CHECK_EQ_INT(
+            rota_timer_arm_periodic(&wheel, &a.timer, 10, 10, cases[i].policy),
+            0);
+        log_reset();
+        bool ok = CHECK_EQ_INT(rota_wheel_advance(&wheel, cases[i].to),
+                               (int)cases[i].fires);
+        ok &= CHECK_EQ_U64(rota_timer_deadline(&a.timer), cases[i].next);
+        if (!ok)
+            fprintf(stderr, "    policy %d advanced to %" PRIu64 "\n",
+                    (int)cases[i].policy, cases[i].to);
+        CHECK_EQ_U64(ent[0].late, cases[i].to - 10);
+        CHECK_WHEEL(&wheel);
+    }
+}
+
 TEST(periodic_skip_on_boundary)
 {
     /* Exactly on a later boundary: SKIP goes to the one strictly after. */
@@ -2167,6 +2208,7 @@ int main(int argc, char **argv)
         H_TEST(periodic_missed_skip),
         H_TEST(periodic_missed_burst),
         H_TEST(periodic_missed_delay),
+        H_TEST(periodic_policies_by_lateness),
         H_TEST(periodic_skip_on_boundary),
         H_TEST(periodic_schedule_ends_at_max_deadline),
         H_TEST(periodic_rearm_becomes_oneshot_and_touch_keeps_period),

@@ -361,7 +361,7 @@ ROTA_API int rota_service_arm_at(struct rota_service *svc, uint64_t deadline_ns,
  * Arm a periodic timer: first at now + first_delay_ns, then every period_ns
  * on the schedule first + k * period (drift-free: a late fire does not
  * shift the ones after it).  `missed` says what happens when the service
- * finds the timer more than one period behind (rota.h): BURST runs the
+ * finds the timer one period or more behind (rota.h): BURST runs the
  * callback once for every missed boundary, SKIP once and resumes at the
  * next boundary, DELAY once and restarts the schedule from then.  With
  * workers, while one run of the callback is still queued or running, later

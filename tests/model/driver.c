@@ -97,6 +97,8 @@ struct drv {
     uint64_t near_deadlines[ROTA_WHEEL_LEVELS];
     uint64_t near_steps[ROTA_WHEEL_LEVELS];
     uint64_t crossings[ROTA_WHEEL_LEVELS];
+    /* Periodic fires by [policy][lateness: < period, == period, more]. */
+    uint64_t periodic[3][3];
     bool fault_applied;
     uint64_t fault_op;
 };
@@ -391,6 +393,30 @@ static uint64_t gen_period(struct drv *d)
     }
 }
 
+/* A step that finds a pending periodic timer late by less than a period,
+ * by exactly one, or by more (where the policies differ); `now` + 1 when
+ * none is pending with a period small enough to step over. */
+static uint64_t periodic_step(struct drv *d, uint64_t now)
+{
+    uint32_t start = (uint32_t)rnd(d, d->cfg.pool);
+    for (size_t k = 0; k < d->cfg.pool; k++) {
+        const struct model_timer *t = &d->m.t[(start + k) % d->cfg.pool];
+        if (!t->pending || t->period == 0 || t->period > ((uint64_t)1 << 32) ||
+            t->deadline < now)
+            continue;
+        switch (rnd(d, 3)) {
+        case 0:
+            return add_sat(t->deadline, rnd(d, t->period));
+        case 1:
+            return add_sat(t->deadline, t->period);
+        default:
+            return add_sat(t->deadline,
+                           add_sat(t->period, 1 + rnd(d, 3 * t->period)));
+        }
+    }
+    return add_sat(now, 1);
+}
+
 static uint64_t gen_now(struct drv *d)
 {
     uint64_t now = rota_wheel_now(d->w);
@@ -456,6 +482,10 @@ static uint64_t gen_now(struct drv *d)
     case 38:
     case 39:
         return add_sat(now, rnd(d, (uint64_t)1 << 26));
+    case 40:
+    case 41:
+    case 42:
+        return periodic_step(d, now);
     default:
         return add_sat(now, rnd(d, 4096));
     }
@@ -646,6 +676,11 @@ static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
         fail(d, "callback of timer %u outside a call", self->id);
         return;
     }
+    const struct model_timer *mt = &d->m.t[self->id];
+    if (mt->pending && mt->period != 0 && mt->policy >= 0 && mt->policy < 3)
+        d->periodic[mt->policy][late < mt->period    ? 0
+                                : late == mt->period ? 1
+                                                     : 2]++;
     g.f.id = self->id;
     g.f.late = late;
     g.f.has_late = true;
@@ -1328,6 +1363,13 @@ void drv_geometry(const struct drv *d, unsigned level, struct drv_geometry *out)
     out->near_deadlines = d->near_deadlines[level];
     out->near_steps = d->near_steps[level];
     out->crossings = d->crossings[level];
+}
+
+uint64_t drv_periodic_fires(const struct drv *d, int policy, int lateness)
+{
+    if (policy < 0 || policy > 2 || lateness < 0 || lateness > 2)
+        return 0;
+    return d->periodic[policy][lateness];
 }
 
 bool drv_fault_applied(const struct drv *d, uint64_t *op)

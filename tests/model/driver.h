@@ -76,6 +76,10 @@ struct drv_geometry {
 };
 void drv_geometry(const struct drv *d, unsigned level,
                   struct drv_geometry *out);
+/* Fires of periodic timers under `policy` (enum rota_missed) late by less
+ * than a period (lateness 0), exactly one period (1) or more (2): where
+ * the policies agree, where they first differ, and beyond. */
+uint64_t drv_periodic_fires(const struct drv *d, int policy, int lateness);
 /* Whether the planted fault was applied, and at which operation. */
 bool drv_fault_applied(const struct drv *d, uint64_t *op);
 

@@ -196,19 +196,16 @@ static bool next_period(const struct model *m, const struct model_timer *t,
                         uint64_t fired, uint64_t *next)
 {
     struct wide n;
+    uint64_t late = m->now - fired;
 
-    switch (t->policy) {
-    case ROTA_MISSED_BURST:
+    if (late < t->period) /* nothing missed: the schedule, every policy */
         n = w_add(w_of(fired), w_of(t->period));
-        break;
-    case ROTA_MISSED_DELAY:
+    else if (t->policy == ROTA_MISSED_BURST)
+        n = w_add(w_of(fired), w_of(t->period));
+    else if (t->policy == ROTA_MISSED_DELAY)
         n = w_add(w_of(m->now), w_of(t->period));
-        break;
-    default: /* SKIP: the first boundary strictly after now */
-        n = w_add(w_of(fired),
-                  w_mul((m->now - fired) / t->period + 1, t->period));
-        break;
-    }
+    else /* SKIP: the first point of the schedule strictly after now */
+        n = w_add(w_of(fired), w_mul(late / t->period + 1, t->period));
     if (w_gt64(n, ROTA_MAX_DEADLINE))
         return false;
     *next = n.lo;

@@ -9,10 +9,11 @@
  *     periodic reschedule (done before the callback runs);
  *   - a timer armed during a pass with a deadline <= the pass's now is
  *     deferred to the next call;
- *   - periodic next deadlines: SKIP the first boundary of the schedule
- *     strictly after now, BURST deadline + period (may fire again in the
- *     same pass), DELAY now + period; a schedule that would pass
- *     ROTA_MAX_DEADLINE ends after its last fire;
+ *   - periodic next deadlines: deadline + period when the fire is late by
+ *     less than a period (nothing missed), whatever the policy; otherwise
+ *     SKIP the first point of the schedule strictly after now, BURST
+ *     deadline + period (fires again in the same pass), DELAY now + period;
+ *     a schedule that would pass ROTA_MAX_DEADLINE ends after its last fire;
  *   - a `now` earlier than the model's fires nothing and is counted;
  *   - touch to a later (or equal) deadline is a store, marked "touched
  *     later" when strictly later; touch earlier re-arms (new seq).
