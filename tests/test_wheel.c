@@ -2,7 +2,7 @@
  * test_wheel.c - unit tests of the core wheel (rota.h) on a fake clock.
  *
  * Every function and every error path of the header, then one named test
- * per recurring bug class of timer libraries (DESIGN-NOTES.md): the target
+ * per recurring bug class of timer libraries: the target
  * slot under the hand, delays that are exact multiples of a level's span,
  * level boundaries, delay-0 re-arms from a callback, callbacks that cancel
  * or free timers of the same pass, huge delays and saturation, clocks going
