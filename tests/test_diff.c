@@ -12,9 +12,10 @@
  * 1e6 and UINT64_MAX - 2^30, different bits in every level) and pools of
  * 64, 300 and 2000 timers; about 1.2 million operations in all
  * (ROTA_TEST_SCALE=small: ~50,000; a sanitizer build: ~300,000).  The run
- * prints, for each level, how many deadlines and clock steps landed within
- * a tick of one of its boundaries and how many steps crossed one, and fails
- * if any level was never aimed at: a generator that drifts from the wheel's
+ * prints, for each level, how many delays were within a tick of its span,
+ * how many deadlines and clock steps landed within a tick of one of its
+ * boundaries and how many steps crossed one, and fails if any level was
+ * never aimed at: a generator that drifts from the wheel's
  * geometry cannot pass unnoticed.  The same goes for periodic timers: each
  * missed-tick policy must have fired late by less than a period, by exactly
  * one period and by more.
@@ -88,6 +89,7 @@ static uint64_t run_one(unsigned index, const struct run *r, uint64_t seed,
         struct drv_geometry g;
         drv_geometry(d, k, &g);
         geometry[k].span = g.span;
+        geometry[k].span_delays += g.span_delays;
         geometry[k].near_deadlines += g.near_deadlines;
         geometry[k].near_steps += g.near_steps;
         geometry[k].crossings += g.crossings;
@@ -155,18 +157,20 @@ TEST(diff_random)
     if (only != UINT64_MAX)
         return;
     CHECK(total >= (small ? 45000u : DIFF_SANITIZED ? 250000u : 1000000u));
-    printf("  level  span                  near deadlines  near steps  "
-           "crossings\n");
+    printf("  level  span                  span delays  near deadlines  "
+           "near steps  crossings\n");
     for (unsigned k = 1; k < ROTA_WHEEL_LEVELS; k++) {
         const struct drv_geometry *g = &geometry[k];
-        printf("  %5u  %-20" PRIu64 "  %14" PRIu64 "  %10" PRIu64 "  %9" PRIu64
-               "\n",
-               k, g->span, g->near_deadlines, g->near_steps, g->crossings);
+        printf("  %5u  %-20" PRIu64 "  %11" PRIu64 "  %14" PRIu64 "  %10" PRIu64
+               "  %9" PRIu64 "\n",
+               k, g->span, g->span_delays, g->near_deadlines, g->near_steps,
+               g->crossings);
         CHECK_EQ_U64(g->span, (uint64_t)1 << (ROTA_WHEEL_BITS * k));
         /* Every level's boundaries were aimed at, by deadlines and by the
          * clock, and the clock crossed them (a small run, ~50,000
          * operations, lands on the top levels' boundaries only by luck:
          * there only deadlines and the three low levels must be hit). */
+        CHECK(g->span_delays > 0);
         CHECK(g->near_deadlines > 0);
         if (!small || k <= 3) {
             CHECK(g->near_steps > 0);

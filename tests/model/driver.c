@@ -95,6 +95,7 @@ struct drv {
      * landed within a tick of a boundary of that level; steps that crossed
      * one. */
     uint64_t near_deadlines[ROTA_WHEEL_LEVELS];
+    uint64_t span_delays[ROTA_WHEEL_LEVELS]; /* delays of span(k) +-1 */
     uint64_t near_steps[ROTA_WHEEL_LEVELS];
     uint64_t crossings[ROTA_WHEEL_LEVELS];
     /* Periodic fires by [policy][lateness: < period, == period, more]. */
@@ -295,7 +296,7 @@ static uint64_t jitter(struct drv *d, uint64_t x)
     }
 }
 
-static uint64_t gen_delta(struct drv *d)
+static uint64_t draw_delta(struct drv *d)
 {
     switch (rnd(d, 14)) {
     case 12:
@@ -321,6 +322,17 @@ static uint64_t gen_delta(struct drv *d)
     default:
         return rnd(d, 1000);
     }
+}
+
+/* A delay; those within a tick of one level's span (a timer filed in the
+ * last slot of a level, or just past it) are counted. */
+static uint64_t gen_delta(struct drv *d)
+{
+    uint64_t x = draw_delta(d);
+    for (unsigned k = 1; k <= TOP_LEVEL; k++)
+        if (x + 1 >= span(k) && x <= span(k) + 1)
+            d->span_delays[k]++;
+    return x;
 }
 
 static uint64_t draw_deadline(struct drv *d, uint64_t now)
@@ -1361,6 +1373,7 @@ void drv_geometry(const struct drv *d, unsigned level, struct drv_geometry *out)
         return;
     out->span = span(level);
     out->near_deadlines = d->near_deadlines[level];
+    out->span_delays = d->span_delays[level];
     out->near_steps = d->near_steps[level];
     out->crossings = d->crossings[level];
 }
