@@ -5,7 +5,8 @@
 #
 #   make / make build   Release build in build/ (-Werror when $CI is set)
 #   make test           every test stage (see cmake/test-stages.sh):
-#                       build/, build-asan/, valgrind, build-fuzz/
+#                       build/, build-asan/, valgrind, build-fuzz/,
+#                       build-tsan/, build-i386/ (gcc -m32), build-clang/
 #   make bench          Release build in build-release/, runs rota_bench
 #                       with $(BENCH_ARGS) (W1-W5, MEM, FLOOR), then
 #                       bench_keyed (W6) and rota_bench_service (S1, S2);
@@ -41,7 +42,8 @@ else
 WERROR := OFF
 endif
 
-BUILD_DIRS := build build-asan build-tsan build-fuzz build-release build-server build-cache
+BUILD_DIRS := build build-asan build-tsan build-fuzz build-i386 build-clang \
+              build-release build-server build-cache
 
 # Every C source and header of the project (what exists of these folders).
 FORMAT_DIRS := $(wildcard include src tests bench examples fuzz)

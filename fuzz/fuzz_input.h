@@ -53,9 +53,13 @@ static inline size_t fuzz_pool_size(uint8_t byte)
     return 1 + byte % 32u;
 }
 
+/* Where a run's clock starts: the low and high ends, bits set in every
+ * level, and just below boundaries of levels 2, 3 and 5 of the wheel
+ * (rota.h's ROTA_WHEEL_BITS), so the first steps cascade. */
+#define FUZZ_STARTS 8u
 static inline uint64_t fuzz_start_time(uint8_t byte)
 {
-    switch (byte % 6u) {
+    switch (byte % FUZZ_STARTS) {
     case 0:
         return 0;
     case 1:
@@ -66,8 +70,12 @@ static inline uint64_t fuzz_start_time(uint8_t byte)
         return UINT64_MAX - ((uint64_t)1 << 30);
     case 4:
         return ROTA_MAX_DEADLINE - 100;
+    case 5:
+        return ((uint64_t)1 << (2 * ROTA_WHEEL_BITS)) - 3;
+    case 6:
+        return ((uint64_t)1 << (3 * ROTA_WHEEL_BITS)) - 3;
     default:
-        return ((uint64_t)1 << 36) - 3; /* just below a level-6 boundary */
+        return ((uint64_t)1 << (5 * ROTA_WHEEL_BITS)) - 3;
     }
 }
 

@@ -6,7 +6,8 @@
  * rota_wheel_check() failure, and any memory error (ASan) aborts.
  *
  * Input: byte 0 picks the pool size (1..32 timers: small, so operations
- * keep hitting the same timers), byte 1 the starting time; every later
+ * keep hitting the same timers), byte 1 the starting time (one of
+ * fuzz_input.h's, some just below a level boundary); every later
  * value the stream needs takes 1, 2, 4 or 8 little-endian bytes (by its
  * range) and is reduced modulo that range, so fuzz/gen_corpus.c can write
  * inputs that replay a chosen PRNG stream exactly.  When the bytes run
@@ -48,8 +49,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.fault = DRV_FAULT_NONE;
     cfg.trace_from = trace ? 0 : UINT64_MAX;
     /* Every timer's state after each operation (the pool is small), the
-     * wheel's own invariant check every 4th (it walks all 704 slot heads:
-     * each operation would cut the executions per second by three). */
+     * wheel's own invariant check every 4th (it walks all
+     * ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS = 2,048 slot heads: each
+     * operation would cut the executions per second by three). */
     cfg.full_every = 1;
     cfg.check_every = 4;
     struct drv *d = drv_new(&cfg, src);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "fuzz_input.h"
+#include "harness.h" /* h_rand(): the tests' PRNG */
 #include "model/driver.h"
 
 struct recorder {
@@ -21,14 +22,6 @@ struct recorder {
     uint8_t *buf;
     size_t len, cap;
 };
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
 
 static void put(struct recorder *r, uint8_t b)
 {
@@ -44,7 +37,7 @@ static void put(struct recorder *r, uint8_t b)
 static uint64_t record_next(void *ctx, uint64_t bound)
 {
     struct recorder *r = ctx;
-    uint64_t v = splitmix(&r->state);
+    uint64_t v = h_rand(&r->state);
     unsigned width = fuzz_width(bound);
 
     if (bound != 0)
@@ -60,10 +53,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s DIR\n", argv[0]);
         return 2;
     }
-    for (unsigned n = 0; n < 20; n++) {
+    /* Three streams for each starting time of fuzz_input.h. */
+    for (unsigned n = 0; n < 3 * FUZZ_STARTS; n++) {
         struct recorder r = {0x5eed0000u + n, NULL, 0, 0};
         uint8_t pool_byte = (uint8_t)(n % 4 == 0 ? 3 : 7 + 8 * (n % 4));
-        uint8_t start_byte = (uint8_t)(n % 6);
+        uint8_t start_byte = (uint8_t)(n % FUZZ_STARTS);
         unsigned ops = 40 + 20 * (n % 8);
         put(&r, pool_byte);
         put(&r, start_byte);

@@ -152,16 +152,32 @@ struct rota_timer;
 typedef void rota_timer_fn(struct rota_wheel *wheel, struct rota_timer *timer,
                            uint64_t late);
 
-/* What a periodic timer does when advance() finds it more than one period
- * behind (the process was stopped, a callback ran long, ...). */
+/*
+ * What a periodic timer does when it has missed a tick: when a call fires it
+ * one period or more after its deadline, so that the next point of its
+ * schedule is already due too (the process was stopped, a callback ran long,
+ * advance() was called rarely).  The three are tokio's MissedTickBehavior.
+ * A fire late by less than a period has missed nothing: under every policy
+ * the next deadline is deadline + period, on the schedule.  (tokio treats a
+ * tick more than 5 ms late as missed; a wheel fires whole ticks when it is
+ * advanced, so lateness below a period is the caller's granularity, not a
+ * missed tick.)  For first 10, period 10:
+ *
+ *     advance to   SKIP               BURST                  DELAY
+ *     15           fire; next 20      fire; next 20          fire; next 20
+ *     20           fire; next 30      fire twice; next 30    fire; next 30
+ *     25           fire; next 30      fire twice; next 30    fire; next 35
+ *     55           fire; next 60      fire 5 times; next 60  fire; next 65
+ */
 enum rota_missed {
-    /* Fire once, then continue at the next boundary of the original
-     * schedule after `now` (the default). */
+    /* Fire once, then continue at the first point of the original schedule
+     * after `now` (the default; tokio's Skip). */
     ROTA_MISSED_SKIP = 0,
-    /* Fire once for every missed period, all in the same call, each with its
-     * own lateness. */
+    /* Fire once for every missed point, all in the same call, each with its
+     * own lateness; the schedule is kept (tokio's Burst). */
     ROTA_MISSED_BURST = 1,
-    /* Fire once, then restart the schedule from `now`: next = now + period. */
+    /* Fire once, then restart the schedule from `now`: next = now + period
+     * (tokio's Delay). */
     ROTA_MISSED_DELAY = 2,
 };
 
@@ -220,8 +236,11 @@ static inline int rota_timer_arm_in(struct rota_wheel *wheel,
 
 /*
  * Arm a periodic timer: first at `first_deadline`, then every `period` ticks
- * on the schedule first_deadline + k * period, never now + period, so it does
- * not drift.  `missed` says what to do when a call finds it late.  The timer
+ * on the schedule first_deadline + k * period, so it does not drift: a fire
+ * late by less than a period is followed by the next point of the schedule,
+ * whatever the policy.  `missed` says what to do when a call finds it one
+ * period or more behind (enum rota_missed; only ROTA_MISSED_DELAY then
+ * moves the schedule, to now + k * period).  The timer
  * stays pending after each fire until cancelled (a schedule that would pass
  * ROTA_MAX_DEADLINE ends after its last fire).  0, or ROTA_EINVAL (period 0,
  * bad policy) and the errors of rota_timer_arm().
@@ -595,13 +614,19 @@ ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
 ROTA_API uint64_t rota_wheel_next_deadline(struct rota_wheel *wheel);
 
 /*
- * A timeout for epoll_wait()/poll(): milliseconds from `now` (in ticks of
- * `tick_ns` nanoseconds) until the earliest deadline, rounded up.  0 only
- * when a timer is already due at `now`, -1 when no timer is pending, and at
- * most INT_MAX.  `tick_ns` must be at least 1.
+ * A timeout for epoll_wait()/poll(), stored in *timeout_ms: milliseconds from
+ * `now` (in ticks of `tick_ns` nanoseconds) until the earliest deadline,
+ * rounded up; 0 only when a timer is already due at `now`; -1 (wait forever)
+ * when no timer is pending; at most INT_MAX.  Returns 0, or ROTA_EINVAL
+ * (wheel or timeout_ms NULL, tick_ns 0).  On an error *timeout_ms is 0 (when
+ * not NULL): a loop that ignores the error polls, it never waits forever.
+ *
+ *     int ms;
+ *     rota_wheel_timeout_ms(&wheel, now, tick_ns, &ms);
+ *     int n = epoll_wait(ep, evs, 64, ms);
  */
 ROTA_API int rota_wheel_timeout_ms(struct rota_wheel *wheel, uint64_t now,
-                                   uint64_t tick_ns);
+                                   uint64_t tick_ns, int *timeout_ms);
 
 /* The wheel's time: the latest `now` it was given. */
 ROTA_API uint64_t rota_wheel_now(const struct rota_wheel *wheel);

@@ -44,24 +44,32 @@ static int ms_until(uint64_t at_ns, uint64_t now_ns)
 }
 
 int rota_epoll_timeout_at(struct rota_wheel *wheel, uint64_t now_ns,
-                          uint64_t tick_ns)
+                          uint64_t tick_ns, int *timeout_ms)
 {
-    if (wheel == NULL || tick_ns == 0)
+    if (timeout_ms != NULL)
+        *timeout_ms = 0; /* an error never reads as "wait forever" */
+    if (wheel == NULL || tick_ns == 0 || timeout_ms == NULL)
         return ROTA_EINVAL;
     uint64_t next = rota_wheel_next_deadline(wheel);
-    if (next == ROTA_NEVER)
-        return -1;
-    return ms_until(loop_ticks_to_ns(next, tick_ns), now_ns);
+    *timeout_ms = next == ROTA_NEVER
+                      ? -1
+                      : ms_until(loop_ticks_to_ns(next, tick_ns), now_ns);
+    return 0;
 }
 
-int rota_epoll_timeout(struct rota_wheel *wheel, const struct rota_clock *clock)
+int rota_epoll_timeout(struct rota_wheel *wheel, const struct rota_clock *clock,
+                       int *timeout_ms)
 {
-    if (wheel == NULL || clock == NULL)
+    if (timeout_ms != NULL)
+        *timeout_ms = 0;
+    if (wheel == NULL || clock == NULL || timeout_ms == NULL)
         return ROTA_EINVAL;
-    if (rota_wheel_count(wheel) == 0)
-        return -1; /* skip the clock read */
+    if (rota_wheel_count(wheel) == 0) {
+        *timeout_ms = -1; /* skip the clock read */
+        return 0;
+    }
     return rota_epoll_timeout_at(wheel, rota_clock_now_ns(clock),
-                                 rota_clock_ns(clock, 1));
+                                 rota_clock_ns(clock, 1), timeout_ms);
 }
 
 /* ------------------------------------------------------ one timer per wheel */
@@ -165,16 +173,22 @@ int rota_epoll_sync(struct rota_epoll *et)
     return arm_at(et, next);
 }
 
-int rota_epoll_wait_ms(struct rota_epoll *et)
+int rota_epoll_wait_ms(struct rota_epoll *et, int *timeout_ms)
 {
-    if (et == NULL || et->wheel_ == NULL)
+    if (timeout_ms != NULL)
+        *timeout_ms = 0; /* an error never reads as "wait forever" */
+    if (et == NULL || et->wheel_ == NULL || timeout_ms == NULL)
         return ROTA_EINVAL;
-    if (rota_epoll_sync(et) < 0)
-        return 0; /* the timerfd could not be armed: poll, never hang */
+    int rc = rota_epoll_sync(et);
+    if (rc < 0)
+        return rc; /* the timerfd could not be armed: poll, never hang */
     if (et->tfd_ >= 0 || et->armed_ == ROTA_NEVER)
-        return -1;
-    return ms_until(loop_ticks_to_ns(et->armed_, rota_clock_ns(&et->clock_, 1)),
-                    rota_clock_now_ns(&et->clock_));
+        *timeout_ms = -1;
+    else
+        *timeout_ms = ms_until(
+            loop_ticks_to_ns(et->armed_, rota_clock_ns(&et->clock_, 1)),
+            rota_clock_now_ns(&et->clock_));
+    return 0;
 }
 
 int rota_epoll_dispatch(struct rota_epoll *et)

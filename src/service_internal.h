@@ -3,10 +3,13 @@
  * service_internal.h - internal: the structures shared by the files of
  * rota/service.h.  The design essay is at the top of service.c.
  *
- *   service.c         the essay; shards, slab, arm, touch, cancel
+ *   service.c         the essay; the API's arm, touch, cancel
+ *   service_slab.c    the records' slab: chunks, free chains, the depot
+ *   service_stage.c   staging (band lists, the far vector) and its check
  *   service_thread.c  the service thread and the workers: fire, run
  *   service_life.c    create, stop, destroy, sync, check, stats
  *   service_clock.c   the default and the manual clock
+ *   service_lock.h    the shard lock (service_lock.c: its slow path)
  */
 #ifndef ROTA_SERVICE_INTERNAL_H
 #define ROTA_SERVICE_INTERNAL_H
@@ -21,6 +24,7 @@
 
 #include "rota/service.h"
 #include "service_clock.h"
+#include "service_lock.h"
 
 /* ------------------------------------------------------------- the word */
 
@@ -41,7 +45,7 @@
 #define FIRE_BATCH 256 /* fires taken from a shard per lock hold */
 #define MAG 64         /* free records moved between a shard and the depot */
 #define MAX_SHARDS 64
-/* Staging (see "Staging" in service.c): timers due in band b, the ticks
+/* Staging (see service_stage.c): timers due in band b, the ticks
  * [b << STAGE_SHIFT, (b + 1) << STAGE_SHIFT), wait on the shard's list for
  * band b until the service thread moves them into the wheel, one band
  * ahead of time; bands further than STAGE_BANDS ahead go to the wheel. */
@@ -51,7 +55,7 @@
 #define STAGE_FAR 0xfffeu /* sband of a record on the far vector */
 #define STAGE_BATCH 256   /* records moved into the wheel per lock hold */
 /* Far staging: bands [far_from, far_from + FAR_BANDS) beyond the band
- * lists wait on a vector of entries, in arm order (see service.c). */
+ * lists wait on a vector of entries, in arm order (see service_stage.c). */
 #define FAR_BANDS ((uint64_t)1 << 16) /* 134 s of 1 us ticks */
 #define FAR_MIN_CAP 256u
 
@@ -82,112 +86,6 @@ static inline bool is_free(uint64_t w)
 {
     return (uint32_t)w == F_FREE;
 }
-
-/* ------------------------------------------------------ the shard lock */
-
-/*
- * A shard's lock guards O(1) work (an arm or a cancel is ~100 instructions
- * under it; the service thread's holds are bounded batches).  glibc's
- * mutex spends ~57 instructions and a few stores on a lock + unlock pair
- * that does not contend, a tenth of an S1 arm + cancel pair's
- * instructions, twice per pair.  On Linux the shard lock is a futex word
- * (Drepper's "Futexes Are Tricky", mutex 3): 0 free, 1 held, 2 held with
- * sleepers; one compare-and-swap to take it, one exchange to drop it, a
- * system call only with a sleeper.  A contender spins briefly first: the
- * holder is usually about to drop it.  Elsewhere it is a pthread mutex.
- */
-#ifdef __linux__
-/* The includer defines _DEFAULT_SOURCE or _GNU_SOURCE, for syscall(). */
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-struct rota__lock {
-    _Atomic uint32_t word;
-};
-
-#define LOCK_SPINS 128 /* a few microseconds: longer than a normal hold */
-
-static inline void rota__cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static inline void rota__lock_slow(struct rota__lock *l)
-{
-    for (int i = 0; i < LOCK_SPINS; i++) {
-        rota__cpu_relax();
-        uint32_t c = atomic_load_explicit(&l->word, memory_order_relaxed);
-        if (c == 0 &&
-            atomic_compare_exchange_weak_explicit(
-                &l->word, &c, 1, memory_order_acquire, memory_order_relaxed))
-            return;
-    }
-    /* Mark it contended, so that whoever drops it wakes a sleeper; taken
-     * this way it stays marked (another may sleep still). */
-    while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
-        syscall(SYS_futex, (void *)&l->word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL,
-                0);
-}
-
-static inline void rota__lock_wake(struct rota__lock *l)
-{
-    syscall(SYS_futex, (void *)&l->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-static inline int rota__lock_init(struct rota__lock *l)
-{
-    atomic_init(&l->word, 0);
-    return 0;
-}
-
-static inline void rota__lock_destroy(struct rota__lock *l)
-{
-    (void)l;
-}
-
-static inline void rota__lock(struct rota__lock *l)
-{
-    uint32_t c = 0;
-    if (!atomic_compare_exchange_strong_explicit(
-            &l->word, &c, 1, memory_order_acquire, memory_order_relaxed))
-        rota__lock_slow(l);
-}
-
-static inline void rota__unlock(struct rota__lock *l)
-{
-    if (atomic_exchange_explicit(&l->word, 0, memory_order_release) != 1)
-        rota__lock_wake(l);
-}
-#else
-struct rota__lock {
-    pthread_mutex_t mu;
-};
-
-static inline int rota__lock_init(struct rota__lock *l)
-{
-    return pthread_mutex_init(&l->mu, NULL);
-}
-
-static inline void rota__lock_destroy(struct rota__lock *l)
-{
-    pthread_mutex_destroy(&l->mu);
-}
-
-static inline void rota__lock(struct rota__lock *l)
-{
-    pthread_mutex_lock(&l->mu);
-}
-
-static inline void rota__unlock(struct rota__lock *l)
-{
-    pthread_mutex_unlock(&l->mu);
-}
-#endif
 
 /* --------------------------------------------------------- structures */
 
@@ -281,7 +179,8 @@ struct rota_service {
     unsigned nshards;
     unsigned base_shift; /* log2 of chunk 0's size */
     bool sysclock_used;
-    void *raw; /* what alloc returned for this struct */
+    uint64_t id; /* in every handle it gives out: unique in the process */
+    void *raw;   /* what alloc returned for this struct */
     struct shard *shards;
     void *shards_raw;
     size_t shards_bytes;
@@ -399,21 +298,29 @@ static inline uint64_t now_ns(struct rota_service *svc)
 
 /* ------------------------------------------- across the service files */
 
-/* service.c */
+/* service_slab.c */
 void *rota__service_alloc(struct rota_service *svc, size_t size);
 void rota__service_free(struct rota_service *svc, void *p, size_t size);
 int rota__service_add_chunk(struct rota_service *svc);
+int rota__service_take_record(struct rota_service *svc, struct shard *sh,
+                              uint32_t *out);
 void rota__service_free_locked(struct rota_service *svc, struct shard *sh,
                                struct rec *r, uint32_t index);
 void rota__service_release(struct rota_service *svc, struct rec *r,
                            uint64_t bits);
 void rota__service_notify_waiters(struct rota_service *svc);
 void rota__service_live_gone(struct rota_service *svc);
+
+/* service_stage.c */
 void rota__service_stage_init(struct shard *sh, uint64_t now);
+void rota__service_file(struct shard *sh, struct rec *r, uint64_t deadline,
+                        bool far_ok);
 void rota__service_unstage(struct shard *sh, struct rec *r);
 bool rota__service_stage_pump(struct shard *sh, uint64_t now);
 uint64_t rota__service_stage_next(const struct shard *sh);
 void rota__service_stage_fini(struct shard *sh);
+int rota__service_stage_check(struct rota_service *svc, struct shard *sh,
+                              uint32_t n, const char **why);
 
 /* service_thread.c */
 void rota__service_on_fire(struct rota_wheel *wheel, struct rota_timer *timer,

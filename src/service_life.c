@@ -4,7 +4,6 @@
  * the counters.  See the essay at the top of service.c.
  */
 #define _POSIX_C_SOURCE 200809L /* pthreads, sysconf */
-#define _DEFAULT_SOURCE         /* syscall() for the shard lock */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -132,6 +131,9 @@ int rota_service_create(struct rota_service **out,
     struct rota_service *svc = align64(raw);
     memset(svc, 0, sizeof *svc);
     svc->raw = raw;
+    /* 64 bits: a process would need centuries of creates to wrap. */
+    static _Atomic uint64_t last_id;
+    svc->id = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
     svc->alloc = alloc;
     atomic_init(&svc->bytes, sizeof *svc + 64);
     svc->tick_ns = cfg.tick_ns == 0 ? 1000 : cfg.tick_ns;
@@ -296,7 +298,8 @@ int rota_service_stop(struct rota_service *svc, rota_service_handback_fn *fn,
         if (fn != NULL) {
             uint32_t gen =
                 gen_of(atomic_load_explicit(&r->word, memory_order_relaxed));
-            fn(svc, (struct rota_service_handle){r->index, gen}, r->arg, arg);
+            fn(svc, (struct rota_service_handle){r->index, gen, svc->id},
+               r->arg, arg);
         }
         rota__service_release(svc, r, 0); /* frees it */
     }
@@ -369,66 +372,6 @@ static int check_chain(struct rota_service *svc, uint32_t i, uint32_t expect,
     return 0;
 }
 
-/* The shard's band lists: well linked, each record on the list of its
- * band, as many as counted.  The shard's lock is held. */
-static int check_stage(struct rota_service *svc, struct shard *sh, uint32_t n,
-                       const char **why)
-{
-    uint64_t count = 0;
-    for (unsigned b = 0; b < STAGE_BANDS; b++) {
-        if (!(sh->stage_occ[b / 64] & ((uint64_t)1 << (b % 64))))
-            continue;
-        uint32_t prev = NIL;
-        for (uint32_t i = sh->stage_head[b]; i != NIL;) {
-            if (i >= n)
-                BAD("band list runs out of the slab");
-            struct rec *r = rec_at(svc, i);
-            if (r->sband != b || r->sprev != prev)
-                BAD("band list badly linked");
-            if (!(atomic_load_explicit(&r->word, memory_order_relaxed) &
-                  F_LIVE))
-                BAD("ended timer still staged");
-            if (++count > sh->staged)
-                BAD("band lists hold more records than counted");
-            prev = i;
-            i = r->snext;
-        }
-        if (prev == NIL || sh->stage_tail[b] != prev)
-            BAD("band list tail is wrong");
-    }
-    if (count != sh->staged)
-        BAD("band lists hold fewer records than counted");
-    /* The far vector: each entry names a live record that points back at
-     * it, with a band at or after far_from; as many as counted. */
-    count = 0;
-    if (sh->far_len > sh->far_cap)
-        BAD("far vector longer than its capacity");
-    for (uint32_t k = 0; k < sh->far_len; k++) {
-        if (sh->far_scanning && k >= sh->far_wr && k < sh->far_rd)
-            continue;
-        if ((sh->far_dead[k / 64] >> (k % 64)) & 1u)
-            continue;
-        uint32_t i = sh->far[k].index;
-        if (i >= n)
-            BAD("far entry runs out of the slab");
-        struct rec *r = rec_at(svc, i);
-        if (r->sband != STAGE_FAR || r->snext != k)
-            BAD("far entry and its record disagree");
-        if (!(atomic_load_explicit(&r->word, memory_order_relaxed) & F_LIVE))
-            BAD("ended timer still on the far vector");
-        uint32_t lag = sh->far[k].band - (uint32_t)sh->far_from;
-        if (!sh->far_scanning && lag >= FAR_BANDS)
-            BAD("far entry outside the far horizon");
-        count++;
-    }
-    if (count != sh->far_live)
-        BAD("far vector holds a different number of records than counted");
-    if (sh->far_from < sh->stage_next ||
-        sh->far_from > sh->stage_next + STAGE_BANDS)
-        BAD("far horizon out of step with the band lists");
-    return 0;
-}
-
 /* Called on the service thread (quiet), or after stop under stop_mu. */
 int rota__service_check_all(struct rota_service *svc, const char **why)
 {
@@ -447,7 +390,7 @@ int rota__service_check_all(struct rota_service *svc, const char **why)
             rc = check_chain(svc, sh->spare, MAG, n, &listed, why);
         wheeled += rota_wheel_count(&sh->wheel);
         if (rc == 0)
-            rc = check_stage(svc, sh, n, why);
+            rc = rota__service_stage_check(svc, sh, n, why);
         wheeled += sh->staged + sh->far_live;
         rota__unlock(&sh->mu);
     }

@@ -29,7 +29,7 @@ static void invoke(struct rota_service *svc, struct rec *r, uint32_t gen,
                    uint64_t deadline, struct tstats *ts)
 {
     struct rota_service_event ev;
-    ev.timer = (struct rota_service_handle){r->index, gen};
+    ev.timer = (struct rota_service_handle){r->index, gen, svc->id};
     ev.arg = r->arg;
     ev.deadline_ns = ticks_to_ns(svc, deadline);
     uint64_t now = now_ns(svc);

@@ -602,24 +602,31 @@ static bool add_deadline(uint64_t a, uint64_t b, uint64_t *sum)
     return true;
 }
 
-/* The deadline after `fired` for a periodic timer, per its policy. */
+/*
+ * The deadline after `fired` for a periodic timer, per its policy (rota.h,
+ * enum rota_missed).  A tick is missed when the schedule's next point,
+ * fired + period, is already due (<= now): only then do the policies
+ * differ.  A fire late by less than a period keeps the schedule under every
+ * policy; BURST keeps it always (each missed point fires in this call);
+ * SKIP moves to the first point strictly after now; DELAY restarts the
+ * schedule at now + period.  False when the next deadline would pass
+ * ROTA_MAX_DEADLINE: the schedule ends.
+ */
 static bool next_period(const struct rota_wheel *w, const struct rota_timer *t,
                         uint64_t fired, uint64_t *next)
 {
     uint64_t period = t->period_;
+    uint64_t late = w->now_ - fired; /* fired <= now: it came due */
 
-    switch (t->policy_) {
-    case ROTA_MISSED_BURST:
+    if (late < period || t->policy_ == ROTA_MISSED_BURST)
         return add_deadline(fired, period, next);
-    case ROTA_MISSED_DELAY:
+    if (t->policy_ == ROTA_MISSED_DELAY)
         return add_deadline(w->now_, period, next);
-    default: { /* ROTA_MISSED_SKIP: next boundary strictly after now */
-        uint64_t missed = (w->now_ - fired) / period + 1;
-        if (missed > UINT64_MAX / period)
-            return false;
-        return add_deadline(fired, missed * period, next);
-    }
-    }
+    /* ROTA_MISSED_SKIP: fired + k * period, k = late / period + 1 >= 2. */
+    uint64_t k = late / period + 1;
+    if (k > UINT64_MAX / period)
+        return false;
+    return add_deadline(fired, k * period, next);
 }
 
 /* Remove the due timer at the head and account for its firing; a periodic
@@ -923,23 +930,33 @@ uint64_t rota_wheel_next_deadline(struct rota_wheel *w)
     return earliest;
 }
 
-int rota_wheel_timeout_ms(struct rota_wheel *w, uint64_t now, uint64_t tick_ns)
+int rota_wheel_timeout_ms(struct rota_wheel *w, uint64_t now, uint64_t tick_ns,
+                          int *timeout_ms)
 {
-    if (w == NULL || tick_ns == 0)
+    /* First, so that no error leaves the caller's variable at -1 (or
+     * unset): passed to epoll_wait(), any negative value waits forever. */
+    if (timeout_ms != NULL)
+        *timeout_ms = 0;
+    if (w == NULL || tick_ns == 0 || timeout_ms == NULL)
         return ROTA_EINVAL;
     uint64_t next = rota_wheel_next_deadline(w);
-    if (next == ROTA_NEVER)
-        return -1;
+    if (next == ROTA_NEVER) {
+        *timeout_ms = -1;
+        return 0;
+    }
     if (next <= now)
         return 0;
     uint64_t ticks = next - now;
     /* ceil(ticks * tick_ns / 1e6) without overflow: beyond INT_MAX ms is
      * clamped anyway. */
-    if (ticks > (uint64_t)INT_MAX * 1000000u / tick_ns + 1)
-        return INT_MAX;
+    if (ticks > (uint64_t)INT_MAX * 1000000u / tick_ns + 1) {
+        *timeout_ms = INT_MAX;
+        return 0;
+    }
     uint64_t ns = ticks * tick_ns;
     uint64_t ms = ns / 1000000u + (ns % 1000000u != 0);
-    return ms > INT_MAX ? INT_MAX : (int)ms;
+    *timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
+    return 0;
 }
 
 uint64_t rota_wheel_now(const struct rota_wheel *w)

@@ -4,13 +4,22 @@
  * random operation streams, on a fake clock.
  *
  * The stream (tests/model/driver.c) mixes every operation of rota.h, with
- * deadlines and clock steps chosen to hit the geometry: ties, level spans
- * 64^k and their neighbours, level boundaries, huge delays, saturation,
- * backwards clocks; callbacks act on other timers during a pass.  Runs
- * cover four starting times (0, 1e6, 2^40, UINT64_MAX - 2^30: different bits
- * in every level) and pools of 64, 300 and 2000 timers; about 1.2 million
- * operations in all (ROTA_TEST_SCALE=small: ~50,000; a sanitizer build:
- * ~300,000).
+ * deadlines and clock steps chosen to hit the geometry of the wheel that
+ * ships (rota.h's ROTA_WHEEL_BITS and ROTA_WHEEL_LEVELS): ties, level spans
+ * 2^(8k) = 256, 65536, 2^24 ... 2^56 and their neighbours, level boundaries
+ * (multiples of those spans, +-1), huge delays, saturation, backwards
+ * clocks; callbacks act on other timers during a pass.  Runs cover five
+ * starting times (0; 65536 - 37 and 2^40 - 97, just below a level boundary;
+ * 1e6 and UINT64_MAX - 2^30, different bits in every level) and pools of
+ * 64, 300 and 2000 timers; about 1.2 million operations in all
+ * (ROTA_TEST_SCALE=small: ~50,000; a sanitizer build: ~300,000).  The run
+ * prints, for each level, how many delays were within a tick of its span,
+ * how many deadlines and clock steps landed within a tick of one of its
+ * boundaries and how many steps crossed one, and fails if any level was
+ * never aimed at: a generator that drifts from the wheel's
+ * geometry cannot pass unnoticed.  The same goes for periodic timers: each
+ * missed-tick policy must have fired late by less than a period, by exactly
+ * one period and by more.
  *
  * First the comparison proves it can fail: each planted fault (a fired timer
  * dropped from the record, two fires swapped, the model asked one tick
@@ -46,11 +55,10 @@ static uint64_t prng_next(void *ctx, uint64_t bound)
 
 static uint64_t master_seed;
 
-static uint64_t env_u64(const char *name, uint64_t fallback)
-{
-    const char *v = getenv(name);
-    return v != NULL && *v != '\0' ? strtoull(v, NULL, 0) : fallback;
-}
+/* Summed over the runs: index = level. */
+static struct drv_geometry geometry[ROTA_WHEEL_LEVELS];
+/* Periodic fires by policy and lateness (driver.h). */
+static uint64_t periodic[3][3];
 
 struct run {
     uint64_t start;
@@ -70,7 +78,7 @@ static uint64_t run_one(unsigned index, const struct run *r, uint64_t seed,
     cfg.pool = r->pool;
     cfg.start = r->start;
     cfg.fault = DRV_FAULT_NONE;
-    cfg.trace_from = env_u64("ROTA_TRACE", UINT64_MAX);
+    cfg.trace_from = h_env("ROTA_TRACE", UINT64_MAX);
     cfg.full_every = r->pool <= 300 ? 1 : 16;
     struct drv *d = drv_new(&cfg, src);
     if (!CHECK(d != NULL))
@@ -78,6 +86,18 @@ static uint64_t run_one(unsigned index, const struct run *r, uint64_t seed,
     int rc = 0;
     while (ops < r->ops && (rc = drv_step(d)) == 0)
         ops++;
+    for (unsigned k = 1; k < ROTA_WHEEL_LEVELS; k++) {
+        struct drv_geometry g;
+        drv_geometry(d, k, &g);
+        geometry[k].span = g.span;
+        geometry[k].span_delays += g.span_delays;
+        geometry[k].near_deadlines += g.near_deadlines;
+        geometry[k].near_steps += g.near_steps;
+        geometry[k].crossings += g.crossings;
+    }
+    for (int p = 0; p < 3; p++)
+        for (int l = 0; l < 3; l++)
+            periodic[p][l] += drv_periodic_fires(d, p, l);
     uint64_t fires = drv_fires(d), actions = drv_actions(d);
     uint64_t restarts = drv_restarts(d);
     double pending = drv_avg_pending(d);
@@ -104,12 +124,14 @@ static uint64_t run_one(unsigned index, const struct run *r, uint64_t seed,
 
 TEST(diff_random)
 {
-    static const uint64_t starts[] = {0, 1000000, (uint64_t)1 << 40,
-                                      UINT64_MAX - ((uint64_t)1 << 30)};
+    static const uint64_t starts[] = {
+        0, ((uint64_t)1 << (2 * ROTA_WHEEL_BITS)) - 37, 1000000,
+        ((uint64_t)1 << (5 * ROTA_WHEEL_BITS)) - 97,
+        UINT64_MAX - ((uint64_t)1 << 30)};
     static const size_t pools[] = {64, 300, 2000};
-    static const uint64_t ops_normal[] = {150000, 100000, 50000};
+    static const uint64_t ops_normal[] = {120000, 80000, 40000};
     bool small = h_small();
-    uint64_t only = env_u64("ROTA_DIFF_RUN", UINT64_MAX);
+    uint64_t only = h_env("ROTA_DIFF_RUN", UINT64_MAX);
     uint64_t seeds = master_seed, total = 0;
     unsigned index = 0;
     bool ok = true;
@@ -133,8 +155,40 @@ TEST(diff_random)
                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     printf("  %" PRIu64 " operations in %.1f s\n", total, secs);
     CHECK(ok);
-    if (only == UINT64_MAX)
-        CHECK(total >= (small ? 45000u : DIFF_SANITIZED ? 250000u : 1000000u));
+    if (only != UINT64_MAX)
+        return;
+    CHECK(total >= (small ? 45000u : DIFF_SANITIZED ? 250000u : 1000000u));
+    printf("  level  span                  span delays  near deadlines  "
+           "near steps  crossings\n");
+    for (unsigned k = 1; k < ROTA_WHEEL_LEVELS; k++) {
+        const struct drv_geometry *g = &geometry[k];
+        printf("  %5u  %-20" PRIu64 "  %11" PRIu64 "  %14" PRIu64 "  %10" PRIu64
+               "  %9" PRIu64 "\n",
+               k, g->span, g->span_delays, g->near_deadlines, g->near_steps,
+               g->crossings);
+        CHECK_EQ_U64(g->span, (uint64_t)1 << (ROTA_WHEEL_BITS * k));
+        /* Every level's boundaries were aimed at, by deadlines and by the
+         * clock, and the clock crossed them (a small run, ~50,000
+         * operations, lands on the top levels' boundaries only by luck:
+         * there only deadlines and the three low levels must be hit). */
+        CHECK(g->span_delays > 0);
+        CHECK(g->near_deadlines > 0);
+        if (!small || k <= 3) {
+            CHECK(g->near_steps > 0);
+            CHECK(g->crossings > 0);
+        }
+    }
+    /* Every missed-tick policy fired late by less than a period (all keep
+     * the schedule), by exactly one (the next point is due too) and by
+     * more, each compared with the model. */
+    static const char *const policy[] = {"SKIP", "BURST", "DELAY"};
+    printf("  periodic fires  late < period  late == period  late > period\n");
+    for (int p = 0; p < 3; p++) {
+        printf("  %-14s  %13" PRIu64 "  %14" PRIu64 "  %13" PRIu64 "\n",
+               policy[p], periodic[p][0], periodic[p][1], periodic[p][2]);
+        for (int l = 0; l < 3; l++)
+            CHECK(periodic[p][l] > 0);
+    }
 }
 
 /* The comparison must catch a planted fault, at the operation that

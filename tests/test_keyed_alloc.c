@@ -81,10 +81,10 @@ static void verify_intact(int line)
 {
     const char *why = NULL;
     if (rota_keyed_check(S.map, &why) != 0)
-        kt_fail(__FILE__, line, "step %" PRIu64 ": check: %s", S.step,
+        FAIL_AT(__FILE__, line, "step %" PRIu64 ": check: %s", S.step,
                 why ? why : "?");
     if (rota_keyed_count(S.map) != S.model.n)
-        kt_fail(__FILE__, line, "step %" PRIu64 ": count %zu, model %zu",
+        FAIL_AT(__FILE__, line, "step %" PRIu64 ": count %zu, model %zu",
                 S.step, rota_keyed_count(S.map), S.model.n);
     for (size_t i = 0; i < S.model.n; i++) {
         const struct km_entry *e = &S.model.e[i];
@@ -92,7 +92,7 @@ static void verify_intact(int line)
         uint64_t deadline = 0;
         if (rota_keyed_get(S.map, e->key, e->len, &value, &deadline) != 1 ||
             value != e->value || deadline != e->deadline) {
-            kt_fail(__FILE__, line, "step %" PRIu64 ": entry changed", S.step);
+            FAIL_AT(__FILE__, line, "step %" PRIu64 ": entry changed", S.step);
             return;
         }
     }
@@ -107,7 +107,7 @@ static void do_set(const unsigned char *key, size_t len, uint64_t ttl)
         S.enomem++;
         total_enomem++;
         if (km_find(&S.model, key, len) != NULL)
-            kt_fail(__FILE__, __LINE__, "ENOMEM replacing an existing key");
+            FAIL_MSG("ENOMEM replacing an existing key");
         verify_intact(__LINE__);
         return;
     }

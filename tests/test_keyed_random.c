@@ -14,8 +14,9 @@
  * no entry is left due except those (re)armed during it.
  *
  * ROTA_SEED=n repeats a run; ROTA_TEST_SCALE=small shortens it for
- * valgrind.  To see that the comparison can fail, build with
- * -DKEYED_PLANT_FAULT: the test then lies to the model about one move.
+ * valgrind.  keyed_random_catches_planted_lie proves the comparison can
+ * fail: it lies to the model about one move and must see a check fail at
+ * that operation (CTest runs it as a test of its own).
  */
 #include <rota/keyed.h>
 
@@ -37,6 +38,11 @@ struct run {
     int depth;               /* nested callback operations */
     uint64_t ops;
     const char *stage;
+    /* The planted fault: lie to the model about the first move at or
+     * after operation 500; the operation it was planted at. */
+    bool plant;
+    uint64_t planted_op;
+    uint64_t first_failed_op; /* the first random_op() a check failed in */
 };
 
 static struct run R;
@@ -88,7 +94,7 @@ static void verify_check(int line)
 {
     const char *why = NULL;
     if (rota_keyed_check(R.map, &why) != 0)
-        kt_fail(__FILE__, line, "check after op %" PRIu64 " (%s): %s", R.ops,
+        FAIL_AT(__FILE__, line, "check after op %" PRIu64 " (%s): %s", R.ops,
                 R.stage, why ? why : "?");
 }
 
@@ -104,8 +110,9 @@ static void random_op(void)
     size_t len = make_key((unsigned)rnd(R.nkeys), key);
     void *got = NULL, *want = NULL;
     uint64_t r = rnd(100);
+    unsigned long failed_before = h_failed;
+    uint64_t op = ++R.ops;
 
-    R.ops++;
     if (r < 30) {
         void *value = new_value();
         uint64_t ttl = random_ttl();
@@ -125,13 +132,11 @@ static void random_op(void)
         uint64_t ttl = random_ttl();
         uint64_t deadline = km_deadline_in(&R.model, ttl);
         R.stage = "move";
-#ifdef KEYED_PLANT_FAULT
-        static bool planted;
-        if (!planted && R.ops >= 500 && km_find(&R.model, key, len) != NULL) {
-            planted = true; /* tell the model a different deadline */
+        if (R.plant && R.ops >= 500 && km_find(&R.model, key, len) != NULL) {
+            R.plant = false; /* tell the model a different deadline */
+            R.planted_op = R.ops;
             deadline = deadline == ROTA_NEVER ? R.model.now + 7 : ROTA_NEVER;
         }
-#endif
         CHECK_EQ_INT(rota_keyed_move(R.map, key, len, ttl),
                      km_move(&R.model, key, len, deadline));
     } else if (r < 64) {
@@ -158,6 +163,8 @@ static void random_op(void)
         CHECK_EQ_U64(deadline, e->deadline);
     }
     CHECK_EQ_INT(rota_keyed_count(R.map), R.model.n);
+    if (h_failed > failed_before && R.first_failed_op == 0)
+        R.first_failed_op = op;
 }
 
 static void on_expire(struct rota_keyed *map, const void *key, size_t len,
@@ -168,28 +175,24 @@ static void on_expire(struct rota_keyed *map, const void *key, size_t len,
     (void)arg;
     R.fired++;
     if (e == NULL) {
-        kt_fail(__FILE__, __LINE__,
-                "op %" PRIu64 ": fired a key the "
-                "model does not hold",
-                R.ops);
+        FAIL_MSG("op %" PRIu64 ": fired a key the "
+                 "model does not hold",
+                 R.ops);
         return;
     }
     if (e->deadline == ROTA_NEVER || e->deadline > R.model.now)
-        kt_fail(__FILE__, __LINE__,
-                "op %" PRIu64 ": fired early: "
-                "deadline %" PRIu64 ", now %" PRIu64,
-                R.ops, e->deadline, R.model.now);
+        FAIL_MSG("op %" PRIu64 ": fired early: "
+                 "deadline %" PRIu64 ", now %" PRIu64,
+                 R.ops, e->deadline, R.model.now);
     if (e->pass == R.model.pass && e->strict)
-        kt_fail(__FILE__, __LINE__,
-                "op %" PRIu64 ": fired in the pass "
-                "that armed it",
-                R.ops);
+        FAIL_MSG("op %" PRIu64 ": fired in the pass "
+                 "that armed it",
+                 R.ops);
     if (e->pass != R.model.pass) {
         if (e->deadline < R.last_untouched)
-            kt_fail(__FILE__, __LINE__,
-                    "op %" PRIu64 ": out of deadline "
-                    "order",
-                    R.ops);
+            FAIL_MSG("op %" PRIu64 ": out of deadline "
+                     "order",
+                     R.ops);
         R.last_untouched = e->deadline;
     }
     CHECK(value == e->value);
@@ -221,10 +224,9 @@ static void verify_nothing_due(void)
     for (size_t i = 0; i < R.model.n; i++) {
         const struct km_entry *e = &R.model.e[i];
         if (e->deadline <= R.model.now && e->pass != R.model.pass) {
-            kt_fail(__FILE__, __LINE__,
-                    "op %" PRIu64 ": due entry (deadline "
-                    "%" PRIu64 ", now %" PRIu64 ") left by advance",
-                    R.ops, e->deadline, R.model.now);
+            FAIL_MSG("op %" PRIu64 ": due entry (deadline "
+                     "%" PRIu64 ", now %" PRIu64 ") left by advance",
+                     R.ops, e->deadline, R.model.now);
             return;
         }
     }
@@ -288,7 +290,7 @@ static void on_drain(struct rota_keyed *map, const void *key, size_t len,
     void *want = NULL;
     (void)map;
     if (km_remove(snapshot, key, len, &want) != 1)
-        kt_fail(__FILE__, __LINE__, "drain handed back an unknown key");
+        FAIL_MSG("drain handed back an unknown key");
     else
         CHECK(value == want);
 }
@@ -303,13 +305,13 @@ static void drain_and_compare(void)
     CHECK_EQ_INT(rota_wheel_count(rota_keyed_wheel(R.map)), 0);
 }
 
-static void one_run(uint64_t seed, unsigned ops)
+static void one_run(uint64_t seed, unsigned ops, bool plant)
 {
     static const unsigned key_spaces[] = {1, 8, 64, 1000, 20000};
     struct rota_keyed_config cfg = {.expire = on_expire};
     unsigned char hash_seed[ROTA_KEYED_SEED_SIZE];
 
-    R = (struct run){.rng = seed};
+    R = (struct run){.rng = seed, .plant = plant};
     R.nkeys = key_spaces[rnd(sizeof key_spaces / sizeof key_spaces[0])];
     cfg.now = rnd(4) == 0 ? 0 : rnd(UINT64_C(1) << 40);
     for (size_t i = 0; i < sizeof hash_seed; i++)
@@ -359,7 +361,7 @@ static void test_random_runs(void)
     unsigned ops = h_small() ? 3000 : 20000;
 
     for (unsigned r = 0; r < runs && h_failed == 0; r++) {
-        one_run(base + r, ops);
+        one_run(base + r, ops, false);
         if (h_failed != 0)
             fprintf(stderr, "failed: repeat with ROTA_SEED=%" PRIu64 "\n",
                     base + r);
@@ -367,7 +369,36 @@ static void test_random_runs(void)
     CHECK(runs > 0);
 }
 
+/* The comparison catches a lie: the model is told a different deadline
+ * for one move, and a check must fail at that very operation (the key's
+ * deadline is compared right after it). */
+static void keyed_random_catches_planted_lie(void)
+{
+    uint64_t base = h_seed();
+    unsigned long failed = 0;
+    uint64_t planted = 0, seen_at = 0;
+
+    for (unsigned r = 0; r < 20 && planted == 0; r++) {
+        unsigned long mark = h_expect_begin();
+        one_run(base + r, 3000, true);
+        unsigned long caught = h_expect_end(mark);
+        if (R.planted_op != 0) {
+            planted = R.planted_op;
+            failed = caught;
+            seen_at = R.first_failed_op;
+        }
+    }
+    if (!CHECK(planted != 0)) /* a run of 3,000 ops always moves a key */
+        return;
+    printf("lie planted at op %" PRIu64 "; %lu check(s) failed, the first "
+           "at op %" PRIu64 "\n",
+           planted, failed, seen_at);
+    CHECK(failed > 0);
+    CHECK_EQ_U64(seen_at, planted);
+}
+
 static const struct h_test tests[] = {
+    H_TEST(keyed_random_catches_planted_lie),
     H_TEST(test_random_runs),
 };
 

@@ -17,7 +17,22 @@
 
 /* ------------------------------------------------- pure: the timeout */
 
-static void test_timeout_rounding(void)
+/* The timeouts, which must come with status 0. */
+static int timeout_at(struct rota_wheel *w, uint64_t now_ns, uint64_t tick_ns)
+{
+    int ms = 12345;
+    CHECK_EQ_INT(rota_epoll_timeout_at(w, now_ns, tick_ns, &ms), 0);
+    return ms;
+}
+
+static int wait_ms(struct rota_epoll *et)
+{
+    int ms = 12345;
+    CHECK_EQ_INT(rota_epoll_wait_ms(et, &ms), 0);
+    return ms;
+}
+
+TEST(epoll_timeout_rounding)
 {
     struct rota_wheel w;
     struct rota_timer t;
@@ -25,47 +40,55 @@ static void test_timeout_rounding(void)
 
     rota_wheel_init(&w, 0);
     rota_timer_init(&t, NULL);
-    LT_CHECK(rota_epoll_timeout_at(NULL, 0, ms) == ROTA_EINVAL);
-    LT_CHECK(rota_epoll_timeout_at(&w, 0, 0) == ROTA_EINVAL);
-    LT_CHECK(rota_epoll_timeout(NULL, NULL) == ROTA_EINVAL);
-    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == -1); /* empty: forever */
+    /* Errors store 0, never -1: epoll_wait() would wait forever. */
+    int out = -1;
+    CHECK(rota_epoll_timeout_at(NULL, 0, ms, &out) == ROTA_EINVAL);
+    CHECK_EQ_INT(out, 0);
+    out = -1;
+    CHECK(rota_epoll_timeout_at(&w, 0, 0, &out) == ROTA_EINVAL);
+    CHECK_EQ_INT(out, 0);
+    out = -1;
+    CHECK(rota_epoll_timeout(NULL, NULL, &out) == ROTA_EINVAL);
+    CHECK_EQ_INT(out, 0);
+    CHECK(rota_epoll_timeout_at(&w, 0, ms, NULL) == ROTA_EINVAL);
+    CHECK(timeout_at(&w, 0, ms) == -1); /* empty: forever */
 
     /* 1 ms ticks, deadline 5 ms. */
-    LT_CHECK(rota_timer_arm(&w, &t, 5) == 0);
-    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == 5);
-    LT_CHECK(rota_epoll_timeout_at(&w, 4200000u, ms) == 1); /* 0.8 -> 1 */
-    LT_CHECK(rota_epoll_timeout_at(&w, 4999999u, ms) == 1); /* never 0 early */
-    LT_CHECK(rota_epoll_timeout_at(&w, 5000000u, ms) == 0); /* due */
-    LT_CHECK(rota_epoll_timeout_at(&w, 9000000u, ms) == 0); /* overdue */
+    CHECK(rota_timer_arm(&w, &t, 5) == 0);
+    CHECK(timeout_at(&w, 0, ms) == 5);
+    CHECK(timeout_at(&w, 4200000u, ms) == 1); /* 0.8 -> 1 */
+    CHECK(timeout_at(&w, 4999999u, ms) == 1); /* never 0 early */
+    CHECK(timeout_at(&w, 5000000u, ms) == 0); /* due */
+    CHECK(timeout_at(&w, 9000000u, ms) == 0); /* overdue */
 
     /* 100 ms ticks: deadline 3 = 300 ms; rounded from ns, not ticks. */
-    LT_CHECK(rota_epoll_timeout_at(&w, 0, 100 * ms) == 500);
+    CHECK(timeout_at(&w, 0, 100 * ms) == 500);
     rota_timer_arm(&w, &t, 3);
-    LT_CHECK(rota_epoll_timeout_at(&w, 250000100u, 100 * ms) == 50);
-    LT_CHECK(rota_epoll_timeout_at(&w, 299999999u, 100 * ms) == 1);
+    CHECK(timeout_at(&w, 250000100u, 100 * ms) == 50);
+    CHECK(timeout_at(&w, 299999999u, 100 * ms) == 1);
 
     /* 1 s ticks: deadline 2 s, half a second left. */
     rota_timer_arm(&w, &t, 2);
-    LT_CHECK(rota_epoll_timeout_at(&w, 1500000000u, 1000 * ms) == 500);
+    CHECK(timeout_at(&w, 1500000000u, 1000 * ms) == 500);
 
     /* Far deadlines clamp; ticks * tick_ns overflowing saturates. */
     rota_timer_arm(&w, &t, ROTA_MAX_DEADLINE);
-    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == INT_MAX);
-    LT_CHECK(rota_epoll_timeout_at(&w, 0, 1) == INT_MAX);
+    CHECK(timeout_at(&w, 0, ms) == INT_MAX);
+    CHECK(timeout_at(&w, 0, 1) == INT_MAX);
     rota_timer_arm(&w, &t, (uint64_t)INT_MAX + 10);
-    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == INT_MAX);
+    CHECK(timeout_at(&w, 0, ms) == INT_MAX);
 
     /* Touch later: the timeout follows (it is recomputed every turn). */
     rota_timer_arm(&w, &t, 10);
-    LT_CHECK(rota_timer_touch(&w, &t, 40) == 0);
-    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == 40);
+    CHECK(rota_timer_touch(&w, &t, 40) == 0);
+    CHECK(timeout_at(&w, 0, ms) == 40);
     rota_timer_cancel(&w, &t);
-    LT_CHECK(rota_epoll_timeout_at(&w, 0, ms) == -1);
+    CHECK(timeout_at(&w, 0, ms) == -1);
 }
 
 /* ------------------------------------- struct rota_epoll: bookkeeping */
 
-static void test_epoll_object(unsigned flags)
+static void epoll_object(unsigned flags)
 {
     struct rota_clock clk;
     struct rota_wheel w;
@@ -73,54 +96,57 @@ static void test_epoll_object(unsigned flags)
     struct rota_timer t[3];
     bool tfd = flags & ROTA_EPOLL_TIMERFD;
 
-    LT_CHECK(rota_epoll_init(NULL, NULL, NULL, 0) == ROTA_EINVAL);
-    LT_CHECK(rota_epoll_init(&et, NULL, NULL, flags) == ROTA_EINVAL);
-    LT_CHECK(rota_epoll_fd(&et) == -1);
+    CHECK(rota_epoll_init(NULL, NULL, NULL, 0) == ROTA_EINVAL);
+    CHECK(rota_epoll_init(&et, NULL, NULL, flags) == ROTA_EINVAL);
+    CHECK(rota_epoll_fd(&et) == -1);
     rota_epoll_close(&et); /* a no-op after a failed init */
-    LT_CHECK(rota_epoll_wait_ms(NULL) == ROTA_EINVAL);
-    LT_CHECK(rota_epoll_dispatch(NULL) == ROTA_EINVAL);
+    int out = -1;
+    CHECK(rota_epoll_wait_ms(NULL, &out) == ROTA_EINVAL);
+    CHECK_EQ_INT(out, 0);
+    CHECK(rota_epoll_dispatch(NULL) == ROTA_EINVAL);
 
-    LT_CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
     rota_wheel_init(&w, rota_clock_now(&clk));
-    LT_CHECK(rota_epoll_init(&et, &w, &clk, 99) == ROTA_EINVAL);
-    LT_CHECK(rota_epoll_init(&et, &w, &clk, flags) == 0);
-    LT_CHECK(tfd ? rota_epoll_fd(&et) >= 0 : rota_epoll_fd(&et) == -1);
-    LT_CHECK(rota_epoll_armed(&et) == ROTA_NEVER);
-    LT_CHECK(rota_epoll_wait_ms(&et) == -1); /* empty: wait forever */
-    LT_CHECK(rota_epoll_dispatch(&et) == 0);
-    LT_CHECK_U64(rota_epoll_rearms(&et), ==, 0);
+    CHECK(rota_epoll_init(&et, &w, &clk, 99) == ROTA_EINVAL);
+    CHECK(rota_epoll_init(&et, &w, &clk, flags) == 0);
+    CHECK(tfd ? rota_epoll_fd(&et) >= 0 : rota_epoll_fd(&et) == -1);
+    CHECK(rota_epoll_armed(&et) == ROTA_NEVER);
+    CHECK(rota_epoll_wait_ms(&et, NULL) == ROTA_EINVAL);
+    CHECK(wait_ms(&et) == -1); /* empty: wait forever */
+    CHECK(rota_epoll_dispatch(&et) == 0);
+    CHECK_CMPU(rota_epoll_rearms(&et), ==, 0);
 
     /* An arm is noticed by the next wait; later arms, touches and cancels
      * change nothing; an earlier arm re-arms once. */
     for (int i = 0; i < 3; i++)
         rota_timer_init(&t[i], NULL);
     uint64_t d = rota_clock_deadline_after(&clk, 60000 * LT_MS);
-    LT_CHECK(rota_timer_arm(&w, &t[0], d) == 0);
-    int ms = rota_epoll_wait_ms(&et);
-    LT_CHECK(tfd ? ms == -1 : (ms > 59000 && ms <= 60001));
-    LT_CHECK(rota_epoll_armed(&et) == d);
-    LT_CHECK_U64(rota_epoll_rearms(&et), ==, 1);
-    LT_CHECK(rota_timer_arm(&w, &t[1], d + 5000) == 0);
-    LT_CHECK(rota_timer_touch(&w, &t[0], d + 9000) == 0);
-    LT_CHECK(rota_epoll_sync(&et) == 0);
-    rota_epoll_wait_ms(&et);
-    LT_CHECK(rota_timer_cancel(&w, &t[1]) == 1);
-    rota_epoll_wait_ms(&et);
-    LT_CHECK_U64(rota_epoll_rearms(&et), ==, 1);
-    LT_CHECK(rota_epoll_armed(&et) == d); /* stale but harmless: early */
-    LT_CHECK(rota_timer_arm(&w, &t[2], d - 30000) == 0);
-    LT_CHECK(rota_epoll_sync(&et) == 1);
-    LT_CHECK(rota_epoll_sync(&et) == 0);
-    LT_CHECK(rota_epoll_armed(&et) == d - 30000);
-    LT_CHECK_U64(rota_epoll_rearms(&et), ==, 2);
+    CHECK(rota_timer_arm(&w, &t[0], d) == 0);
+    int ms = wait_ms(&et);
+    CHECK(tfd ? ms == -1 : (ms > 59000 && ms <= 60001));
+    CHECK(rota_epoll_armed(&et) == d);
+    CHECK_CMPU(rota_epoll_rearms(&et), ==, 1);
+    CHECK(rota_timer_arm(&w, &t[1], d + 5000) == 0);
+    CHECK(rota_timer_touch(&w, &t[0], d + 9000) == 0);
+    CHECK(rota_epoll_sync(&et) == 0);
+    wait_ms(&et);
+    CHECK(rota_timer_cancel(&w, &t[1]) == 1);
+    wait_ms(&et);
+    CHECK_CMPU(rota_epoll_rearms(&et), ==, 1);
+    CHECK(rota_epoll_armed(&et) == d); /* stale but harmless: early */
+    CHECK(rota_timer_arm(&w, &t[2], d - 30000) == 0);
+    CHECK(rota_epoll_sync(&et) == 1);
+    CHECK(rota_epoll_sync(&et) == 0);
+    CHECK(rota_epoll_armed(&et) == d - 30000);
+    CHECK_CMPU(rota_epoll_rearms(&et), ==, 2);
     /* A dispatch before the armed deadline is a no-op. */
-    LT_CHECK(rota_epoll_dispatch(&et) == 0);
-    LT_CHECK_U64(rota_epoll_wakeups(&et), ==, 0);
+    CHECK(rota_epoll_dispatch(&et) == 0);
+    CHECK_CMPU(rota_epoll_wakeups(&et), ==, 0);
     rota_timer_cancel(&w, &t[0]);
     rota_timer_cancel(&w, &t[2]);
 
     rota_epoll_close(&et);
-    LT_CHECK(rota_epoll_fd(&et) == -1);
+    CHECK(rota_epoll_fd(&et) == -1);
     rota_epoll_close(&et); /* twice is fine */
 }
 
@@ -137,39 +163,47 @@ static void on_coarse(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
     coarse_fired++;
 }
 
-static void test_timerfd_coarse(void)
+TEST(epoll_object_timeout)
+{
+    epoll_object(0);
+}
+
+TEST(epoll_object_timerfd)
+{
+    epoll_object(ROTA_EPOLL_TIMERFD);
+}
+
+TEST(epoll_timerfd_coarse_clock_fires_once)
 {
     struct rota_clock clk;
     struct rota_wheel w;
     struct rota_epoll et;
     struct rota_timer t;
 
-    if (rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC_COARSE, LT_MS / 10) != 0) {
-        printf("epoll: no CLOCK_MONOTONIC_COARSE, coarse test skipped\n");
-        return;
-    }
+    if (rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC_COARSE, LT_MS / 10) != 0)
+        SKIP("no CLOCK_MONOTONIC_COARSE on this system");
     rota_wheel_init(&w, rota_clock_now(&clk));
-    LT_CHECK(rota_epoll_init(&et, &w, &clk, ROTA_EPOLL_TIMERFD) == 0);
+    CHECK(rota_epoll_init(&et, &w, &clk, ROTA_EPOLL_TIMERFD) == 0);
     rota_timer_init(&t, on_coarse);
     coarse_fired = 0;
     int dispatches = 0;
     for (int round = 0; round < 20; round++) {
         /* A coarse clock's "now" lags the real one: judge by its own. */
         uint64_t due = rota_clock_now_ns(&clk) + 3 * LT_MS;
-        LT_CHECK(rota_timer_arm(
-                     &w, &t, rota_clock_deadline_after(&clk, 3 * LT_MS)) == 0);
-        LT_CHECK(rota_epoll_wait_ms(&et) == -1);
+        CHECK(rota_timer_arm(&w, &t,
+                             rota_clock_deadline_after(&clk, 3 * LT_MS)) == 0);
+        CHECK(wait_ms(&et) == -1);
         struct pollfd pf = {.fd = rota_epoll_fd(&et), .events = POLLIN};
         int before = coarse_fired;
         while (coarse_fired == before && dispatches < 1000) {
-            LT_CHECK(poll(&pf, 1, 1000) == 1);
-            LT_CHECK(rota_epoll_dispatch(&et) >= 0);
+            CHECK(poll(&pf, 1, 1000) == 1);
+            CHECK(rota_epoll_dispatch(&et) >= 0);
             dispatches++;
         }
-        LT_CHECK_U64(lt_mono_ns(), >=, due);
+        CHECK_CMPU(lt_mono_ns(), >=, due);
     }
-    LT_CHECK(coarse_fired == 20);
-    LT_CHECK_U64(dispatches, ==, 20); /* one wake-up each, no spinning */
+    CHECK(coarse_fired == 20);
+    CHECK_CMPU(dispatches, ==, 20); /* one wake-up each, no spinning */
     rota_epoll_close(&et);
 }
 
@@ -191,15 +225,15 @@ static struct {
 static void e_init(struct rota_wheel *wheel, uint64_t tick_ns)
 {
     ep = epoll_create1(EPOLL_CLOEXEC);
-    LT_CHECK(ep >= 0);
-    LT_CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, tick_ns) == 0);
+    CHECK(ep >= 0);
+    CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, tick_ns) == 0);
     rota_wheel_init(wheel, rota_clock_now(&clk));
     nwatched = 0;
-    LT_CHECK(rota_epoll_init(&et, wheel, &clk, et_flags) == 0);
+    CHECK(rota_epoll_init(&et, wheel, &clk, et_flags) == 0);
     if (rota_epoll_fd(&et) >= 0) {
         struct epoll_event ev = {.events = EPOLLIN,
                                  .data.fd = rota_epoll_fd(&et)};
-        LT_CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, rota_epoll_fd(&et), &ev) == 0);
+        CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, rota_epoll_fd(&et), &ev) == 0);
     }
 }
 
@@ -210,16 +244,16 @@ static uint64_t e_deadline_after(uint64_t delay_ns)
 
 static void e_sync(void)
 {
-    LT_CHECK(rota_epoll_sync(&et) >= 0);
+    CHECK(rota_epoll_sync(&et) >= 0);
 }
 
 static void e_watch(int fd, lt_io_fn *fn, void *arg)
 {
-    LT_CHECK(fd >= 0 && fd < MAX_FD);
+    CHECK(fd >= 0 && fd < MAX_FD);
     watches[fd].fn = fn;
     watches[fd].arg = arg;
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
-    LT_CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
+    CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
     nwatched++;
 }
 
@@ -239,7 +273,7 @@ static void e_run(void)
     bool tfd = rota_epoll_fd(&et) >= 0;
 
     for (;;) {
-        int timeout = rota_epoll_wait_ms(&et);
+        int timeout = wait_ms(&et);
         if ((nwatched == 0 && rota_epoll_armed(&et) == ROTA_NEVER) ||
             lt_mono_ns() >= give_up)
             break;
@@ -255,9 +289,9 @@ static void e_run(void)
                 watches[fd].fn(fd, watches[fd].arg);
         }
         if (!tfd || timer_ready)
-            LT_CHECK(rota_epoll_dispatch(&et) >= 0);
+            CHECK(rota_epoll_dispatch(&et) >= 0);
     }
-    LT_CHECK(lt_mono_ns() < give_up);
+    CHECK(lt_mono_ns() < give_up);
 }
 
 static void e_fini(void)
@@ -276,32 +310,40 @@ static uint64_t e_wakeups(void)
     return rota_epoll_wakeups(&et);
 }
 
-int main(void)
+static void select_timeout(void)
 {
-    test_timeout_rounding();
-    test_epoll_object(0);
-    test_epoll_object(ROTA_EPOLL_TIMERFD);
-    test_timerfd_coarse();
-
-    struct lt_ops ops = {
-        .name = "epoll-timeout",
-        .init = e_init,
-        .deadline_after = e_deadline_after,
-        .sync = e_sync,
-        .watch = e_watch,
-        .unwatch = e_unwatch,
-        .run = e_run,
-        .fini = e_fini,
-        .rearms = e_rearms,
-        .wakeups = e_wakeups,
-        .sync_in_callbacks = false,
-        .counts_rearms = true,
-    };
     et_flags = 0;
-    int rc = lt_run_all(&ops);
+}
 
-    ops.name = "epoll-timerfd";
+static void select_timerfd(void)
+{
     et_flags = ROTA_EPOLL_TIMERFD;
-    rc |= lt_run_all(&ops);
-    return rc;
+}
+
+#define EPOLL_OPS                                                              \
+    .init = e_init, .deadline_after = e_deadline_after, .sync = e_sync,        \
+    .watch = e_watch, .unwatch = e_unwatch, .run = e_run, .fini = e_fini,      \
+    .rearms = e_rearms, .wakeups = e_wakeups, .sync_in_callbacks = false,      \
+    .counts_rearms = true
+
+/* Driven by the epoll_wait() timeout, then by a timerfd. */
+static const struct lt_ops timeout_ops = {
+    .name = "epoll-timeout", .select = select_timeout, EPOLL_OPS};
+static const struct lt_ops timerfd_ops = {
+    .name = "epoll-timerfd", .select = select_timerfd, EPOLL_OPS};
+
+LT_TESTS(epoll_timeout, timeout_ops)
+LT_TESTS(epoll_timerfd, timerfd_ops)
+
+int main(int argc, char **argv)
+{
+    static const struct h_test tests[] = {
+        H_TEST(epoll_timeout_rounding),
+        H_TEST(epoll_object_timeout),
+        H_TEST(epoll_object_timerfd),
+        H_TEST(epoll_timerfd_coarse_clock_fires_once),
+        LT_TEST_LIST(epoll_timeout),
+        LT_TEST_LIST(epoll_timerfd),
+    };
+    return lt_main(argc, argv, tests, H_COUNT(tests));
 }

@@ -23,8 +23,8 @@ static struct watch *watches[MAX_FD];
 static void v_init(struct rota_wheel *wheel, uint64_t tick_ns)
 {
     loop = ev_loop_new(EVFLAG_AUTO);
-    LT_CHECK(loop != NULL);
-    LT_CHECK(rota_ev_init(&rw, loop, wheel, tick_ns) == 0);
+    CHECK(loop != NULL);
+    CHECK(rota_ev_init(&rw, loop, wheel, tick_ns) == 0);
 }
 
 static uint64_t v_deadline_after(uint64_t delay_ns)
@@ -34,7 +34,7 @@ static uint64_t v_deadline_after(uint64_t delay_ns)
 
 static void v_sync(void)
 {
-    LT_CHECK(rota_ev_sync(&rw) >= 0);
+    CHECK(rota_ev_sync(&rw) >= 0);
 }
 
 static void on_io(struct ev_loop *l, ev_io *io, int revents)
@@ -48,7 +48,7 @@ static void on_io(struct ev_loop *l, ev_io *io, int revents)
 static void v_watch(int fd, lt_io_fn *fn, void *arg)
 {
     struct watch *w = calloc(1, sizeof *w);
-    LT_CHECK(w != NULL && fd >= 0 && fd < MAX_FD);
+    CHECK(w != NULL && fd >= 0 && fd < MAX_FD);
     w->fn = fn;
     w->arg = arg;
     ev_io_init(&w->io, on_io, fd, EV_READ);
@@ -86,36 +86,42 @@ static uint64_t v_wakeups(void)
     return rota_ev_wakeups(&rw);
 }
 
-static void test_lifetime(void)
+TEST(libev_lifetime)
 {
     struct rota_wheel wheel;
-    LT_CHECK(rota_ev_init(NULL, NULL, &wheel, 1) == ROTA_EINVAL);
+    CHECK(rota_ev_init(NULL, NULL, &wheel, 1) == ROTA_EINVAL);
     loop = ev_loop_new(EVFLAG_AUTO);
-    LT_CHECK(rota_ev_init(&rw, loop, &wheel, 0) == ROTA_EINVAL);
-    LT_CHECK(rota_ev_sync(&rw) == ROTA_EINVAL); /* never started */
-    LT_CHECK(rota_ev_init(&rw, loop, &wheel, LT_MS) == 0);
-    LT_CHECK(rota_ev_sync(&rw) == 0);
-    LT_CHECK(ev_run(loop, 0) == 0); /* nothing keeps it alive */
+    CHECK(rota_ev_init(&rw, loop, &wheel, 0) == ROTA_EINVAL);
+    CHECK(rota_ev_sync(&rw) == ROTA_EINVAL); /* never started */
+    CHECK(rota_ev_init(&rw, loop, &wheel, LT_MS) == 0);
+    CHECK(rota_ev_sync(&rw) == 0);
+    CHECK(ev_run(loop, 0) == 0); /* nothing keeps it alive */
     v_fini();
     rota_ev_stop(&rw); /* twice is fine */
 }
 
-int main(void)
+static const struct lt_ops ev_ops = {
+    .name = "libev",
+    .init = v_init,
+    .deadline_after = v_deadline_after,
+    .sync = v_sync,
+    .watch = v_watch,
+    .unwatch = v_unwatch,
+    .run = v_run,
+    .fini = v_fini,
+    .rearms = v_rearms,
+    .wakeups = v_wakeups,
+    .sync_in_callbacks = false,
+    .counts_rearms = true,
+};
+
+LT_TESTS(libev, ev_ops)
+
+int main(int argc, char **argv)
 {
-    test_lifetime();
-    struct lt_ops ops = {
-        .name = "libev",
-        .init = v_init,
-        .deadline_after = v_deadline_after,
-        .sync = v_sync,
-        .watch = v_watch,
-        .unwatch = v_unwatch,
-        .run = v_run,
-        .fini = v_fini,
-        .rearms = v_rearms,
-        .wakeups = v_wakeups,
-        .sync_in_callbacks = false,
-        .counts_rearms = true,
+    static const struct h_test tests[] = {
+        H_TEST(libev_lifetime),
+        LT_TEST_LIST(libev),
     };
-    return lt_run_all(&ops);
+    return lt_main(argc, argv, tests, H_COUNT(tests));
 }

@@ -27,13 +27,13 @@ static struct watch watches[MAX_FD];
 static void b_init(struct rota_wheel *wheel, uint64_t tick_ns)
 {
     struct event_config *cfg = event_config_new();
-    LT_CHECK(cfg != NULL);
+    CHECK(cfg != NULL);
     if (precise)
         event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
     base = event_base_new_with_config(cfg);
     event_config_free(cfg);
-    LT_CHECK(base != NULL);
-    LT_CHECK(rota_event_init(&rw, base, wheel, tick_ns) == 0);
+    CHECK(base != NULL);
+    CHECK(rota_event_init(&rw, base, wheel, tick_ns) == 0);
 }
 
 static uint64_t b_deadline_after(uint64_t delay_ns)
@@ -43,7 +43,7 @@ static uint64_t b_deadline_after(uint64_t delay_ns)
 
 static void b_sync(void)
 {
-    LT_CHECK(rota_event_sync(&rw) >= 0);
+    CHECK(rota_event_sync(&rw) >= 0);
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -55,13 +55,13 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 
 static void b_watch(int fd, lt_io_fn *fn, void *arg)
 {
-    LT_CHECK(fd >= 0 && fd < MAX_FD);
+    CHECK(fd >= 0 && fd < MAX_FD);
     struct watch *w = &watches[fd];
     w->fn = fn;
     w->arg = arg;
     w->ev = event_new(base, fd, EV_READ | EV_PERSIST, on_read, w);
-    LT_CHECK(w->ev != NULL);
-    LT_CHECK(event_add(w->ev, NULL) == 0);
+    CHECK(w->ev != NULL);
+    CHECK(event_add(w->ev, NULL) == 0);
 }
 
 static void b_unwatch(int fd)
@@ -72,7 +72,7 @@ static void b_unwatch(int fd)
 
 static void b_run(void)
 {
-    LT_CHECK(event_base_dispatch(base) >= 0);
+    CHECK(event_base_dispatch(base) >= 0);
 }
 
 static void b_fini(void)
@@ -92,43 +92,52 @@ static uint64_t b_wakeups(void)
     return rota_event_wakeups(&rw);
 }
 
-static void test_lifetime(void)
+TEST(libevent_lifetime)
 {
     struct rota_wheel wheel;
-    LT_CHECK(rota_event_init(NULL, NULL, &wheel, 1) == ROTA_EINVAL);
+    CHECK(rota_event_init(NULL, NULL, &wheel, 1) == ROTA_EINVAL);
     base = event_base_new();
-    LT_CHECK(rota_event_init(&rw, base, &wheel, 0) == ROTA_EINVAL);
-    LT_CHECK(rota_event_sync(&rw) == ROTA_EINVAL); /* no evtimer */
-    LT_CHECK(rota_event_init(&rw, base, &wheel, LT_MS) == 0);
-    LT_CHECK(rota_event_sync(&rw) == 0);
-    LT_CHECK(event_base_dispatch(base) == 1); /* no events: returns 1 */
+    CHECK(rota_event_init(&rw, base, &wheel, 0) == ROTA_EINVAL);
+    CHECK(rota_event_sync(&rw) == ROTA_EINVAL); /* no evtimer */
+    CHECK(rota_event_init(&rw, base, &wheel, LT_MS) == 0);
+    CHECK(rota_event_sync(&rw) == 0);
+    CHECK(event_base_dispatch(base) == 1); /* no events: returns 1 */
     b_fini();
     rota_event_free(&rw); /* twice is fine */
 }
 
-int main(void)
+/* libevent's default clock is CLOCK_MONOTONIC_COARSE (a few ms behind),
+ * the precise flag makes it CLOCK_MONOTONIC: both must work. */
+static void select_coarse(void)
 {
-    test_lifetime();
-    struct lt_ops ops = {
-        .name = "libevent",
-        .init = b_init,
-        .deadline_after = b_deadline_after,
-        .sync = b_sync,
-        .watch = b_watch,
-        .unwatch = b_unwatch,
-        .run = b_run,
-        .fini = b_fini,
-        .rearms = b_rearms,
-        .wakeups = b_wakeups,
-        .sync_in_callbacks = true,
-        .counts_rearms = true,
-    };
-    /* libevent's default clock is CLOCK_MONOTONIC_COARSE (a few ms behind),
-     * the precise flag makes it CLOCK_MONOTONIC: both must work. */
     precise = false;
-    int rc = lt_run_all(&ops);
-    ops.name = "libevent-precise";
+}
+
+static void select_precise(void)
+{
     precise = true;
-    rc |= lt_run_all(&ops);
-    return rc;
+}
+
+#define EVENT_OPS                                                              \
+    .init = b_init, .deadline_after = b_deadline_after, .sync = b_sync,        \
+    .watch = b_watch, .unwatch = b_unwatch, .run = b_run, .fini = b_fini,      \
+    .rearms = b_rearms, .wakeups = b_wakeups, .sync_in_callbacks = true,       \
+    .counts_rearms = true
+
+static const struct lt_ops coarse_ops = {
+    .name = "libevent", .select = select_coarse, EVENT_OPS};
+static const struct lt_ops precise_ops = {
+    .name = "libevent-precise", .select = select_precise, EVENT_OPS};
+
+LT_TESTS(libevent, coarse_ops)
+LT_TESTS(libevent_precise, precise_ops)
+
+int main(int argc, char **argv)
+{
+    static const struct h_test tests[] = {
+        H_TEST(libevent_lifetime),
+        LT_TEST_LIST(libevent),
+        LT_TEST_LIST(libevent_precise),
+    };
+    return lt_main(argc, argv, tests, H_COUNT(tests));
 }

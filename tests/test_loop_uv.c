@@ -25,8 +25,8 @@ static struct watch *watches[MAX_FD];
 
 static void u_init(struct rota_wheel *wheel, uint64_t tick_ns)
 {
-    LT_CHECK(uv_loop_init(&loop) == 0);
-    LT_CHECK(rota_uv_init(&rw, &loop, wheel, tick_ns) == 0);
+    CHECK(uv_loop_init(&loop) == 0);
+    CHECK(rota_uv_init(&rw, &loop, wheel, tick_ns) == 0);
 }
 
 static uint64_t u_deadline_after(uint64_t delay_ns)
@@ -36,7 +36,7 @@ static uint64_t u_deadline_after(uint64_t delay_ns)
 
 static void u_sync(void)
 {
-    LT_CHECK(rota_uv_sync(&rw) >= 0);
+    CHECK(rota_uv_sync(&rw) >= 0);
 }
 
 static void on_poll(uv_poll_t *h, int status, int events)
@@ -50,13 +50,13 @@ static void on_poll(uv_poll_t *h, int status, int events)
 static void u_watch(int fd, lt_io_fn *fn, void *arg)
 {
     struct watch *w = calloc(1, sizeof *w);
-    LT_CHECK(w != NULL && fd >= 0 && fd < MAX_FD);
+    CHECK(w != NULL && fd >= 0 && fd < MAX_FD);
     w->fn = fn;
     w->arg = arg;
     w->fd = fd;
-    LT_CHECK(uv_poll_init(&loop, &w->h, fd) == 0);
+    CHECK(uv_poll_init(&loop, &w->h, fd) == 0);
     w->h.data = w;
-    LT_CHECK(uv_poll_start(&w->h, UV_READABLE, on_poll) == 0);
+    CHECK(uv_poll_start(&w->h, UV_READABLE, on_poll) == 0);
     watches[fd] = w;
 }
 
@@ -82,7 +82,7 @@ static void u_fini(void)
 {
     rota_uv_close(&rw, NULL);
     uv_run(&loop, UV_RUN_DEFAULT); /* runs the close callbacks */
-    LT_CHECK(uv_loop_close(&loop) == 0);
+    CHECK(uv_loop_close(&loop) == 0);
 }
 
 static uint64_t u_rearms(void)
@@ -97,35 +97,41 @@ static uint64_t u_wakeups(void)
 
 /* A wheel with nothing pending keeps no loop alive; close works before any
  * run. */
-static void test_lifetime(void)
+TEST(libuv_lifetime)
 {
     struct rota_wheel wheel;
-    LT_CHECK(rota_uv_init(NULL, &loop, &wheel, 1) == ROTA_EINVAL);
-    LT_CHECK(uv_loop_init(&loop) == 0);
-    LT_CHECK(rota_uv_init(&rw, &loop, &wheel, 0) == ROTA_EINVAL);
-    LT_CHECK(rota_uv_init(&rw, &loop, &wheel, LT_MS) == 0);
-    LT_CHECK(rota_uv_sync(&rw) == 0);
-    LT_CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0); /* returns at once */
-    LT_CHECK(rota_uv_now(&rw) == uv_now(&loop));  /* 1 ms ticks */
+    CHECK(rota_uv_init(NULL, &loop, &wheel, 1) == ROTA_EINVAL);
+    CHECK(uv_loop_init(&loop) == 0);
+    CHECK(rota_uv_init(&rw, &loop, &wheel, 0) == ROTA_EINVAL);
+    CHECK(rota_uv_init(&rw, &loop, &wheel, LT_MS) == 0);
+    CHECK(rota_uv_sync(&rw) == 0);
+    CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0); /* returns at once */
+    CHECK(rota_uv_now(&rw) == uv_now(&loop));  /* 1 ms ticks */
     u_fini();
 }
 
-int main(void)
+static const struct lt_ops uv_ops = {
+    .name = "libuv",
+    .init = u_init,
+    .deadline_after = u_deadline_after,
+    .sync = u_sync,
+    .watch = u_watch,
+    .unwatch = u_unwatch,
+    .run = u_run,
+    .fini = u_fini,
+    .rearms = u_rearms,
+    .wakeups = u_wakeups,
+    .sync_in_callbacks = false,
+    .counts_rearms = true,
+};
+
+LT_TESTS(libuv, uv_ops)
+
+int main(int argc, char **argv)
 {
-    test_lifetime();
-    struct lt_ops ops = {
-        .name = "libuv",
-        .init = u_init,
-        .deadline_after = u_deadline_after,
-        .sync = u_sync,
-        .watch = u_watch,
-        .unwatch = u_unwatch,
-        .run = u_run,
-        .fini = u_fini,
-        .rearms = u_rearms,
-        .wakeups = u_wakeups,
-        .sync_in_callbacks = false,
-        .counts_rearms = true,
+    static const struct h_test tests[] = {
+        H_TEST(libuv_lifetime),
+        LT_TEST_LIST(libuv),
     };
-    return lt_run_all(&ops);
+    return lt_main(argc, argv, tests, H_COUNT(tests));
 }

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_service_common.h - what the tests of rota/service.h share on top of
- * harness.h: relational checks, a latch, a counting allocator, time
- * helpers.
+ * harness.h: a latch, a counting allocator, time helpers.
  */
 #ifndef ROTA_TEST_SERVICE_COMMON_H
 #define ROTA_TEST_SERVICE_COMMON_H
@@ -23,35 +22,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---------------------------------------------------------------- harness */
-
-/* Checks are harness.h's (CHECK, CHECK_EQ_INT, CHECK_EQ_U64), made from the
- * main thread only: helper threads and callbacks record into atomics that
- * the main thread checks.  It has no relational compare, so: */
-#define CHECK_CMP(a, op, b)                                                    \
-    h_check_cmp((long long)(a)op(long long)(b), (long long)(a),                \
-                (long long)(b), __FILE__, __LINE__, #a " " #op " " #b)
-#define CHECK_CMPU(a, op, b)                                                   \
-    h_check_cmpu((uint64_t)(a)op(uint64_t)(b), (uint64_t)(a), (uint64_t)(b),   \
-                 __FILE__, __LINE__, #a " " #op " " #b)
-
-static inline bool h_check_cmp(bool ok, long long a, long long b,
-                               const char *file, int line, const char *expr)
-{
-    if (!h_report(ok, file, line))
-        fprintf(stderr, "%s\n    left:  %lld\n    right: %lld\n", expr, a, b);
-    return ok;
-}
-
-static inline bool h_check_cmpu(bool ok, uint64_t a, uint64_t b,
-                                const char *file, int line, const char *expr)
-{
-    if (!h_report(ok, file, line))
-        fprintf(stderr, "%s\n    left:  %" PRIu64 "\n    right: %" PRIu64 "\n",
-                expr, a, b);
-    return ok;
-}
 
 /* ------------------------------------------------------------------ time */
 
@@ -79,15 +49,6 @@ static inline void st_sleep_ns(uint64_t ns)
     for (uint64_t st_end_ = st_mono_ns() + (timeout_ns);                       \
          !(cond) && st_mono_ns() < st_end_;)                                   \
     st_sleep_ns(100 * ST_US)
-
-/* -------------------------------------------------------------- settings */
-
-/* An integer from the environment, or `dflt`. */
-static inline uint64_t st_env(const char *name, uint64_t dflt)
-{
-    const char *env = getenv(name);
-    return env != NULL && *env != '\0' ? strtoull(env, NULL, 0) : dflt;
-}
 
 /* ------------------------------------------------------------------ latch */
 

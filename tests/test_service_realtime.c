@@ -169,8 +169,8 @@ static const struct h_test tests[] = {
 
 int main(int argc, char **argv)
 {
-    g_n = (unsigned)st_env("ROTA_RT_TIMERS", 1000);
-    g_run_ns = st_env("ROTA_RT_MS", 2000) * ST_MS;
-    g_grace_ns = st_env("ROTA_RT_GRACE_MS", 30000) * ST_MS;
+    g_n = (unsigned)h_env("ROTA_RT_TIMERS", 1000);
+    g_run_ns = h_env("ROTA_RT_MS", 2000) * ST_MS;
+    g_grace_ns = h_env("ROTA_RT_GRACE_MS", 30000) * ST_MS;
     return h_main(argc, argv, tests, H_COUNT(tests));
 }

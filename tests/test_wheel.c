@@ -17,6 +17,7 @@
 #include <limits.h>
 
 #include "harness.h"
+#include "wide.h" /* exact references */
 
 /* ------------------------------------------------------------ fixture */
 
@@ -78,7 +79,13 @@ static void log_reset(void)
 
 static struct rota_wheel wheel, wheel2; /* ~33 KiB each */
 
-__extension__ typedef unsigned __int128 u128; /* for exact references */
+/* rota_wheel_timeout_ms()'s timeout, which must come with status 0. */
+static int tmo(struct rota_wheel *w, uint64_t now, uint64_t tick_ns)
+{
+    int ms = 12345;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(w, now, tick_ns, &ms), 0);
+    return ms;
+}
 
 static uint64_t span(unsigned level)
 {
@@ -144,7 +151,7 @@ TEST(wheel_init_empty)
     CHECK_EQ_U64(rota_wheel_now(&wheel), 0);
     CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), ROTA_NEVER);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 0, 1000000), -1);
+    CHECK_EQ_INT(tmo(&wheel, 0, 1000000), -1);
     memset(&s, 0xff, sizeof s);
     rota_wheel_stats(&wheel, &s);
     CHECK_EQ_U64(s.armed + s.fired + s.cancelled + s.touched + s.refiled +
@@ -194,8 +201,13 @@ TEST(null_pointers_einval)
     CHECK_EQ_INT(rota_wheel_advance_max(NULL, 20, 5, &n), ROTA_EINVAL);
     CHECK_EQ_INT(rota_wheel_expire(NULL, 20, out, 2, &n), ROTA_EINVAL);
     CHECK_EQ_INT(rota_wheel_expire(&wheel, 20, NULL, 2, &n), ROTA_EINVAL);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(NULL, 20, 1000000), ROTA_EINVAL);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 20, 0), ROTA_EINVAL);
+    int ms = -1;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(NULL, 20, 1000000, &ms), ROTA_EINVAL);
+    CHECK_EQ_INT(ms, 0);
+    ms = -1;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 20, 0, &ms), ROTA_EINVAL);
+    CHECK_EQ_INT(ms, 0);
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 20, 1000000, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_wheel_drain(NULL, drain_count, &n), ROTA_EINVAL);
     CHECK_EQ_INT(rota_wheel_drain(&wheel, NULL, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_wheel_check(NULL, &why), ROTA_ECORRUPT);
@@ -406,8 +418,17 @@ TEST(sizes_as_documented)
 #else
     CHECK(sizeof(struct rota_timer) <= 48);
 #endif
+    /* The slot heads are most of it: 2,048 links (33 KiB in all on a 64-bit
+     * target, about 17 KiB on a 32-bit one), plus under 1 KiB of bitmaps
+     * and counters. */
+    size_t heads =
+        ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS * sizeof(struct rota_link);
+    CHECK(sizeof(struct rota_wheel) >= heads);
+    CHECK(sizeof(struct rota_wheel) <= heads + 1024);
+#if defined(__x86_64__)
     CHECK(sizeof(struct rota_wheel) >= 32 * 1024);
     CHECK(sizeof(struct rota_wheel) <= 34 * 1024);
+#endif
     CHECK_EQ_U64(ROTA_WHEEL_LEVELS, 8);
     CHECK_EQ_U64(ROTA_WHEEL_SLOTS, 256);
     CHECK_EQ_U64(ROTA_MAX_DEADLINE, UINT64_MAX - 1);
@@ -434,7 +455,7 @@ TEST(arm_fire_cancel_basics)
     CHECK_EQ_INT(rota_timer_arm(&wheel, &a.timer, 3), 0);
     CHECK_EQ_U64(rota_timer_deadline(&a.timer), 1000);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 1000);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1000000), 0);
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1000000), 0);
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 1000), 1);
     CHECK_EQ_INT(ent[0].id, 0);
@@ -694,7 +715,7 @@ TEST(rearm_delay_zero_in_callback_fires_next_call)
     CHECK(rota_timer_pending(&a.timer));
     CHECK_EQ_U64(rota_timer_deadline(&a.timer), 10);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 10);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 10, 1000000), 0);
+    CHECK_EQ_INT(tmo(&wheel, 10, 1000000), 0);
     CHECK_WHEEL(&wheel);
     /* The next call fires it again, once, even without moving time. */
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 10), 1);
@@ -1160,6 +1181,47 @@ TEST(periodic_missed_delay)
 {
     static const uint64_t lates[] = {45};
     periodic_case(ROTA_MISSED_DELAY, lates, 1, 65);
+}
+
+/* The table of rota.h (enum rota_missed): first 10, period 10, advanced
+ * once to `to`.  Late by less than a period nothing is missed and every
+ * policy stays on the schedule; exactly one period late the next point is
+ * due too, so BURST fires it in the same call and SKIP and DELAY go on at
+ * 30 (= now + period); later than that DELAY leaves the schedule. */
+TEST(periodic_policies_by_lateness)
+{
+    static const struct {
+        uint64_t to;
+        enum rota_missed policy;
+        size_t fires;
+        uint64_t next;
+    } cases[] = {
+        {15, ROTA_MISSED_SKIP, 1, 20},  {15, ROTA_MISSED_BURST, 1, 20},
+        {15, ROTA_MISSED_DELAY, 1, 20}, {19, ROTA_MISSED_DELAY, 1, 20},
+        {20, ROTA_MISSED_SKIP, 1, 30},  {20, ROTA_MISSED_BURST, 2, 30},
+        {20, ROTA_MISSED_DELAY, 1, 30}, {25, ROTA_MISSED_SKIP, 1, 30},
+        {25, ROTA_MISSED_BURST, 2, 30}, {25, ROTA_MISSED_DELAY, 1, 35},
+        {55, ROTA_MISSED_SKIP, 1, 60},  {55, ROTA_MISSED_BURST, 5, 60},
+        {55, ROTA_MISSED_DELAY, 1, 65},
+    };
+    struct tn a;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rota_wheel_init(&wheel, 0);
+        tn_init(&a, 0);
+        CHECK_EQ_INT(
+            rota_timer_arm_periodic(&wheel, &a.timer, 10, 10, cases[i].policy),
+            0);
+        log_reset();
+        bool ok = CHECK_EQ_INT(rota_wheel_advance(&wheel, cases[i].to),
+                               (int)cases[i].fires);
+        ok &= CHECK_EQ_U64(rota_timer_deadline(&a.timer), cases[i].next);
+        if (!ok)
+            fprintf(stderr, "    policy %d advanced to %" PRIu64 "\n",
+                    (int)cases[i].policy, cases[i].to);
+        CHECK_EQ_U64(ent[0].late, cases[i].to - 10);
+        CHECK_WHEEL(&wheel);
+    }
 }
 
 TEST(periodic_skip_on_boundary)
@@ -1730,7 +1792,7 @@ TEST(next_deadline_after_touching_deferred_timer)
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 10), 1);
     CHECK_EQ_U64(armed_deadline, 100);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 100);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 10, 1000000), 90);
+    CHECK_EQ_INT(tmo(&wheel, 10, 1000000), 90);
     CHECK_WHEEL(&wheel);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 99), 0);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 100), 1);
@@ -1743,45 +1805,38 @@ TEST(timeout_ms_rounding)
 
     rota_wheel_init(&wheel, 1000);
     tn_init(&a, 0);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, ms), -1);
+    CHECK_EQ_INT(tmo(&wheel, 1000, ms), -1);
     rota_timer_arm(&wheel, &a.timer, 1001);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, ms), 1);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1001, ms), 0); /* due */
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 5000, ms), 0);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 990, ms), 11); /* caller's now */
+    CHECK_EQ_INT(tmo(&wheel, 1000, ms), 1);
+    CHECK_EQ_INT(tmo(&wheel, 1001, ms), 0); /* due */
+    CHECK_EQ_INT(tmo(&wheel, 5000, ms), 0);
+    CHECK_EQ_INT(tmo(&wheel, 990, ms), 11); /* caller's now */
     /* Rounded up, never to 0 while not due. */
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1), 1);       /* 1 ns */
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1500000), 2); /* 1.5 ms */
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 999999), 1);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1000001), 2);
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1), 1);       /* 1 ns */
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1500000), 2); /* 1.5 ms */
+    CHECK_EQ_INT(tmo(&wheel, 1000, 999999), 1);
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1000001), 2);
     rota_timer_arm(&wheel, &a.timer, 1000 + 1000000);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1), 1); /* 1e6 ns */
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1), 1); /* 1e6 ns */
     rota_timer_arm(&wheel, &a.timer, 1000 + 1000001);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1), 2);
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1), 2);
     rota_timer_arm(&wheel, &a.timer, 1000 + 3000);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 1000), 3); /* us ticks */
+    CHECK_EQ_INT(tmo(&wheel, 1000, 1000), 3); /* us ticks */
     /* Clamped at INT_MAX. */
     rota_timer_arm(&wheel, &a.timer, 1000 + (uint64_t)INT_MAX);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, ms), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, ms), INT_MAX);
     rota_timer_arm(&wheel, &a.timer, 1000 + (uint64_t)INT_MAX - 1);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, ms), INT_MAX - 1);
+    CHECK_EQ_INT(tmo(&wheel, 1000, ms), INT_MAX - 1);
     rota_timer_arm(&wheel, &a.timer, ROTA_MAX_DEADLINE);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, ms), INT_MAX);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, UINT64_MAX), INT_MAX);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 0, 1), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, ms), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, UINT64_MAX), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 0, 1), INT_MAX);
     rota_timer_arm(&wheel, &a.timer, 1001);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, UINT64_MAX), INT_MAX);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, (uint64_t)INT_MAX * ms),
-                 INT_MAX);
-    CHECK_EQ_INT(
-        rota_wheel_timeout_ms(&wheel, 1000, (uint64_t)INT_MAX * ms - 1),
-        INT_MAX);
-    CHECK_EQ_INT(
-        rota_wheel_timeout_ms(&wheel, 1000, (uint64_t)(INT_MAX - 1) * ms + 1),
-        INT_MAX);
-    CHECK_EQ_INT(
-        rota_wheel_timeout_ms(&wheel, 1000, (uint64_t)(INT_MAX - 1) * ms),
-        INT_MAX - 1);
+    CHECK_EQ_INT(tmo(&wheel, 1000, UINT64_MAX), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, (uint64_t)INT_MAX * ms), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, (uint64_t)INT_MAX * ms - 1), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, (uint64_t)(INT_MAX - 1) * ms + 1), INT_MAX);
+    CHECK_EQ_INT(tmo(&wheel, 1000, (uint64_t)(INT_MAX - 1) * ms), INT_MAX - 1);
     /* Against 128-bit arithmetic over many values. */
     uint64_t seed = 5;
     for (int i = 0; i < 20000; i++) {
@@ -1792,17 +1847,34 @@ TEST(timeout_ms_rounding)
         if (tick == 0)
             tick = 1;
         rota_timer_arm(&wheel, &a.timer, d);
-        u128 ns = (u128)(d - 1000) * tick;
-        u128 exp = (ns + ms - 1) / ms;
-        int e = exp > INT_MAX ? INT_MAX : (int)exp;
-        if (!CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, tick), e)) {
+        int e = (int)w_min64(w_div_ceil(w_mul(d - 1000, tick), ms), INT_MAX);
+        if (!CHECK_EQ_INT(tmo(&wheel, 1000, tick), e)) {
             fprintf(stderr, "    deadline %" PRIu64 ", tick %" PRIu64 "\n", d,
                     tick);
             break;
         }
     }
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 0), ROTA_EINVAL);
     CHECK_WHEEL(&wheel);
+}
+
+/* epoll_wait() and poll() wait forever for any negative timeout: an error
+ * must leave 0 (poll), never -1, and differ from "no timer" (rc 0, -1). */
+TEST(timeout_ms_errors_never_wait_forever)
+{
+    int ms;
+
+    rota_wheel_init(&wheel, 0);
+    ms = 12345;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 0, 1000000, &ms), 0);
+    CHECK_EQ_INT(ms, -1); /* no timer: wait forever */
+    ms = -1;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(NULL, 0, 1000000, &ms), ROTA_EINVAL);
+    CHECK_EQ_INT(ms, 0);
+    ms = -1;
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1000, 0, &ms), ROTA_EINVAL);
+    CHECK_EQ_INT(ms, 0);
+    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 0, 1000000, NULL), ROTA_EINVAL);
+    CHECK(ROTA_EINVAL != 0); /* an error is never read as success */
 }
 
 /* --------------------------------------------------------------- drain */
@@ -1973,7 +2045,7 @@ TEST(touch_unchecked_moves_later_and_heals_the_cache)
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 1100), 0);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 1200);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 1100, 1000000), 100);
+    CHECK_EQ_INT(tmo(&wheel, 1100, 1000000), 100);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 1200), 1);
     CHECK_EQ_INT(ent[0].id, 1);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 1299), 0);
@@ -1994,7 +2066,7 @@ TEST(touch_unchecked_moves_later_and_heals_the_cache)
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 5000), 0);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 7000);
-    CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 5000, 1000000), 2000);
+    CHECK_EQ_INT(tmo(&wheel, 5000, 1000000), 2000);
     CHECK_WHEEL(&wheel);
 }
 
@@ -2137,6 +2209,7 @@ int main(int argc, char **argv)
         H_TEST(periodic_missed_skip),
         H_TEST(periodic_missed_burst),
         H_TEST(periodic_missed_delay),
+        H_TEST(periodic_policies_by_lateness),
         H_TEST(periodic_skip_on_boundary),
         H_TEST(periodic_schedule_ends_at_max_deadline),
         H_TEST(periodic_rearm_becomes_oneshot_and_touch_keeps_period),
@@ -2152,6 +2225,7 @@ int main(int argc, char **argv)
         H_TEST(next_deadline_exact),
         H_TEST(next_deadline_after_touching_deferred_timer),
         H_TEST(timeout_ms_rounding),
+        H_TEST(timeout_ms_errors_never_wait_forever),
         H_TEST(drain_hands_back_everything),
         H_TEST(stats_counters),
         H_TEST(stats_touch_to_same_deadline_is_not_counted),

@@ -34,8 +34,10 @@
  *   with EMFILE or ENFILE the worker closes the spare, accepts the waiting
  *   connection, closes it at once (the client sees its connection refused
  *   rather than hanging in the backlog) and reopens the spare.  If even that
- *   fails the listener is taken out of the epoll set for 100 ms (a rota
- *   timer puts it back) so a level-triggered listener cannot spin the loop.
+ *   fails the listener is taken out of the epoll set until one of the
+ *   worker's connections closes, or for 100 ms at most (a rota timer puts
+ *   it back), so a level-triggered listener cannot spin the loop
+ *   (tests/test_idle_server_fd_starved.sh measures its CPU time).
  *   Refusals are counted and logged once a second; the open connections are
  *   served as before.
  *
@@ -161,8 +163,9 @@ struct worker {
     int ep;
     int listen_fd;
     int wake_fd;
-    int reserve_fd; /* spare descriptor for EMFILE */
-    bool listening; /* listener is in the epoll set */
+    int reserve_fd;    /* spare descriptor for EMFILE */
+    bool listening;    /* listener is in the epoll set */
+    bool warned_timer; /* said once that the timerfd could not be armed */
     pthread_t thread;
     struct conn listen_tag, wake_tag, tfd_tag;
     struct conn *free_list;
@@ -211,6 +214,8 @@ static struct conn *conn_alloc(struct worker *w)
     return c;
 }
 
+static void resume_listening(struct worker *w);
+
 static void conn_close(struct worker *w, struct conn *c)
 {
     /* A no-op when the timer has just fired (its callback closes). */
@@ -223,6 +228,13 @@ static void conn_close(struct worker *w, struct conn *c)
     w->free_list = c;
     w->c.open--;
     atomic_fetch_sub_explicit(&open_total, 1, memory_order_relaxed);
+    /* A listener paused for lack of descriptors resumes as soon as one is
+     * free, not when the pause runs out: clients wait in the backlog for
+     * no reason meanwhile. */
+    if (rota_timer_cancel(&w->wheel, &w->resume) == 1) {
+        w->c.timer_ops++;
+        resume_listening(w);
+    }
 }
 
 /* The idle timer fired: the connection has been silent for idle_ns. */
@@ -336,6 +348,13 @@ static void listener_watch(struct worker *w, bool on)
     w->listening = on;
 }
 
+static void resume_listening(struct worker *w)
+{
+    if (w->reserve_fd < 0)
+        w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    listener_watch(w, true);
+}
+
 static void on_resume(struct rota_wheel *wheel, struct rota_timer *timer,
                       uint64_t late)
 {
@@ -344,9 +363,7 @@ static void on_resume(struct rota_wheel *wheel, struct rota_timer *timer,
     (void)timer;
     (void)late;
     w->c.timer_ops++;
-    if (w->reserve_fd < 0)
-        w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    listener_watch(w, true);
+    resume_listening(w);
 }
 
 /* accept() failed with EMFILE/ENFILE: refuse the connection at the head of
@@ -459,7 +476,14 @@ static void *worker_main(void *arg)
 
     while (!atomic_load_explicit(&stopping, memory_order_relaxed)) {
         /* Re-arms only if this turn's accepts armed an earlier timer. */
-        int timeout = rota_epoll_wait_ms(&w->et);
+        int timeout;
+        if (rota_epoll_wait_ms(&w->et, &timeout) < 0 && !w->warned_timer) {
+            /* timeout is 0 then: the loop polls, and says so once. */
+            fprintf(stderr,
+                    "idle-server: worker %d: cannot arm the timer: %s\n", w->id,
+                    strerror(errno));
+            w->warned_timer = true;
+        }
         int n = epoll_wait(w->ep, evs, 256, timeout);
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "idle-server: worker %d: epoll_wait: %s\n", w->id,

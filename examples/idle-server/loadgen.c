@@ -291,7 +291,8 @@ static void run_share(long first, long count, int out_fd)
                     (double)connect_phase_ns / 1e9);
             break;
         }
-        int timeout = rota_epoll_wait_ms(&p->et);
+        int timeout;
+        rota_epoll_wait_ms(&p->et, &timeout); /* 0 on an error: polls */
         uint64_t left_ms =
             ((end != 0 ? end : start + connect_phase_ns) - now + 999999u) /
             1000000u;

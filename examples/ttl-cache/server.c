@@ -516,8 +516,8 @@ int main(int argc, char **argv)
     struct epoll_event events[128];
     while (!S.stop) {
         uint64_t now = rota_clock_now(&S.clock);
-        int timeout =
-            rota_wheel_timeout_ms(rota_keyed_wheel(S.map), now, TICK_NS);
+        int timeout;
+        rota_wheel_timeout_ms(rota_keyed_wheel(S.map), now, TICK_NS, &timeout);
         if (S.accept_parked) {
             uint64_t wait =
                 S.accept_retry_tick > now ? S.accept_retry_tick - now : 0;

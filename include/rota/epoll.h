@@ -16,7 +16,9 @@
  *
  *         rota_epoll_init(&et, &wheel, &clock, 0);
  *         for (;;) {
- *             int n = epoll_wait(ep, evs, 64, rota_epoll_wait_ms(&et));
+ *             int ms;
+ *             rota_epoll_wait_ms(&et, &ms);   // 0 on an error: see below
+ *             int n = epoll_wait(ep, evs, 64, ms);
  *             ... handle the n events; rota_timer_touch() on every read ...
  *             rota_epoll_dispatch(&et);        // after every epoll_wait
  *         }
@@ -27,7 +29,9 @@
  *         rota_epoll_init(&et, &wheel, &clock, ROTA_EPOLL_TIMERFD);
  *         add rota_epoll_fd(&et) to the epoll set for EPOLLIN;
  *         for (;;) {
- *             int n = epoll_wait(ep, evs, 64, rota_epoll_wait_ms(&et));
+ *             int ms;
+ *             rota_epoll_wait_ms(&et, &ms);
+ *             int n = epoll_wait(ep, evs, 64, ms);
  *             ... handle the events; when rota_epoll_fd() is readable:
  *             rota_epoll_dispatch(&et);
  *         }
@@ -54,6 +58,14 @@
  *   tick does not add a second of lateness), and a timeout is 0 only when a
  *   timer is due already, so a loop never spins on epoll_wait(0) while
  *   waiting for a deadline a fraction of a millisecond away (redis#8764).
+ *
+ * ERRORS NEVER WAIT FOREVER
+ *   epoll_wait() and poll() wait forever for any negative timeout, so the
+ *   timeout never shares the return value with an error code: the functions
+ *   below return 0 or a negative ROTA_E* code and store the timeout through
+ *   a pointer; -1 there means "no timer pending" and nothing else.  On an
+ *   error the stored timeout is 0, so a loop that ignores the error polls
+ *   (and shows up in top) instead of sleeping through every deadline.
  *
  * CLOCKS
  *   The wheel's ticks are those of the struct rota_clock passed in
@@ -89,19 +101,21 @@ extern "C" {
 /* ---------------------------------------------------------- stateless */
 
 /*
- * The timeout for epoll_wait() on `clock`'s reading now: milliseconds until
- * the wheel's next deadline, rounded up; 0 when a timer is due; -1 when no
- * timer is pending (wait forever); at most INT_MAX.  A NULL argument gives
- * ROTA_EINVAL (negative, and not -1).
+ * The timeout for epoll_wait() on `clock`'s reading now, stored in
+ * *timeout_ms: milliseconds until the wheel's next deadline, rounded up; 0
+ * when a timer is due; -1 when no timer is pending (wait forever); at most
+ * INT_MAX.  Returns 0, or ROTA_EINVAL for a NULL argument (and stores 0).
  */
 ROTA_API int rota_epoll_timeout(struct rota_wheel *wheel,
-                                const struct rota_clock *clock);
+                                const struct rota_clock *clock,
+                                int *timeout_ms);
 
 /* As rota_epoll_timeout() at the instant `now_ns` (nanoseconds on the
  * clock's time line) for ticks of `tick_ns` nanoseconds: the pure function,
- * for callers with their own time source and for tests. */
+ * for callers with their own time source and for tests.  ROTA_EINVAL also
+ * for tick_ns 0. */
 ROTA_API int rota_epoll_timeout_at(struct rota_wheel *wheel, uint64_t now_ns,
-                                   uint64_t tick_ns);
+                                   uint64_t tick_ns, int *timeout_ms);
 
 /* ---------------------------------------------------- one timer per wheel */
 
@@ -134,15 +148,15 @@ ROTA_API int rota_epoll_init(struct rota_epoll *et, struct rota_wheel *wheel,
 ROTA_API int rota_epoll_fd(const struct rota_epoll *et);
 
 /*
- * Call right before epoll_wait() and pass the result as its timeout.
+ * Call right before epoll_wait() and pass *timeout_ms as its timeout.
  * Re-arms first if a timer armed since the last call is earlier than the
  * arming.  Timeout mode: milliseconds until the armed deadline, rounded up;
  * 0 when it has passed; -1 when nothing is armed.  Timerfd mode: -1 (the
- * timerfd wakes the loop), or 0 when the timerfd could not be armed
- * (timerfd_settime() failed: the loop then polls instead of hanging).
- * ROTA_EINVAL for NULL.
+ * timerfd wakes the loop).  Returns 0, ROTA_EINVAL (a NULL argument) or
+ * ROTA_ESYS (timerfd_settime() failed, errno says why); on an error
+ * *timeout_ms is 0, so the loop polls instead of hanging.
  */
-ROTA_API int rota_epoll_wait_ms(struct rota_epoll *et);
+ROTA_API int rota_epoll_wait_ms(struct rota_epoll *et, int *timeout_ms);
 
 /*
  * Re-arm if a timer armed since the last sync is earlier than the arming.
@@ -164,7 +178,7 @@ ROTA_API int rota_epoll_dispatch(struct rota_epoll *et);
 
 /*
  * Run at most `max_fires` callbacks per dispatch (0, the default: no
- * limit).  The rest stay due: the next rota_epoll_wait_ms() returns 0 (in
+ * limit).  The rest stay due: the next rota_epoll_wait_ms() stores 0 (in
  * timerfd mode the timerfd is armed in the past) and the next dispatch
  * resumes in order, so a storm of expiries cannot starve the loop's I/O.
  */

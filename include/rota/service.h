@@ -46,7 +46,9 @@
  *   that the handle is stale: every call given it reports "not pending"
  *   and never affects another timer, even one that reuses the same slot
  *   (each reuse bumps a 32-bit generation; a stale handle could only alias
- *   after 2^32 reuses of one slot).  The zero handle is never valid.
+ *   after 2^32 reuses of one slot).  A handle also names its service: any
+ *   other service given it reports "not pending" and leaves its own timers
+ *   alone.  The zero handle is never valid.
  *
  * THE CANCEL CONTRACT
  *   A callback has "started" once the service has decided to run it; from
@@ -177,10 +179,12 @@ extern "C" {
 struct rota_service;
 
 /* Names one timer of one service (see HANDLES).  Copy it by value; the zero
- * handle is never valid. */
+ * handle is never valid.  Two handles name the same timer when all three
+ * fields are equal. */
 struct rota_service_handle {
-    uint32_t index;
-    uint32_t generation;
+    uint32_t index;      /* the timer's record in its service */
+    uint32_t generation; /* which use of that record */
+    uint64_t service;    /* the service that armed it: never 0 */
 };
 
 /* What a callback is told about the fire. */
@@ -358,7 +362,7 @@ ROTA_API int rota_service_arm_at(struct rota_service *svc, uint64_t deadline_ns,
  * Arm a periodic timer: first at now + first_delay_ns, then every period_ns
  * on the schedule first + k * period (drift-free: a late fire does not
  * shift the ones after it).  `missed` says what happens when the service
- * finds the timer more than one period behind (rota.h): BURST runs the
+ * finds the timer one period or more behind (rota.h): BURST runs the
  * callback once for every missed boundary, SKIP once and resumes at the
  * next boundary, DELAY once and restarts the schedule from then.  With
  * workers, while one run of the callback is still queued or running, later

@@ -18,7 +18,9 @@
 # INSTRUMENTED, when given, names the sanitizer/fuzzer option of the build:
 # such libraries need their runtime linked into every consumer, so the test
 # exits 77, which CTest reports as skipped.  ROTA_ADAPTERS in the
-# environment lists the adapter components built ("uv ev event").
+# environment lists the adapter components built ("uv ev event");
+# ROTA_CONSUMER_CFLAGS (the build's CMAKE_C_FLAGS, say -m32) is passed to
+# every consumer build: a library links only into code of the same ABI.
 set -eu
 
 cmake=$1
@@ -27,6 +29,7 @@ config=${3-}
 cc=${4:-cc}
 instrumented=${5-}
 adapters=${ROTA_ADAPTERS-}
+cflags=${ROTA_CONSUMER_CFLAGS-}
 here=$(cd "$(dirname "$0")" && pwd)
 
 if [ -n "$instrumented" ]; then
@@ -51,6 +54,7 @@ fi
 echo "consumer_install: find_package(rota) build"
 "$cmake" -S "$here" -B "$tmp/cmake-build" \
     -DCMAKE_C_COMPILER="$cc" \
+    -DCMAKE_C_FLAGS="$cflags" \
     -DCMAKE_BUILD_TYPE="${config:-Release}" \
     -DCMAKE_PREFIX_PATH="$prefix" \
     -DROTA_CONSUMER_COMPONENTS="$(echo $adapters | tr ' ' ';')" \
@@ -98,8 +102,8 @@ echo "consumer_install: pkg-config build ($(pkg-config --modversion rota))"
 flags=$(pkg-config --cflags --libs rota)
 # Strict flags, so the installed headers are shown to compile cleanly as
 # ISO C11 with every warning a careful user might enable.
-# shellcheck disable=SC2086 # $flags must split into words
-"$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror "$here/main.c" $flags \
+# shellcheck disable=SC2086 # $cflags and $flags must split into words
+"$cc" $cflags -std=c11 -Wall -Wextra -Wpedantic -Werror "$here/main.c" $flags \
     -o "$tmp/consumer_pc"
 libdir=$(pkg-config --variable=libdir rota)
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_pc"
@@ -111,8 +115,8 @@ for comp in $adapters; do
         echo "consumer_install: pkg-config cannot resolve rota-$comp"
         exit 1
     }
-    # shellcheck disable=SC2086 # $flags must split into words
-    "$cc" -std=c11 -Wall -Wextra -Werror "$here/adapter_$comp.c" $flags \
+    # shellcheck disable=SC2086 # $cflags and $flags must split into words
+    "$cc" $cflags -std=c11 -Wall -Wextra -Werror "$here/adapter_$comp.c" $flags \
         -o "$tmp/consumer_${comp}_pc"
     LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
         "$tmp/consumer_${comp}_pc"

@@ -92,6 +92,15 @@ struct drv {
 
     uint64_t ops, fires, actions, restarts;
     uint64_t pending_sum; /* sum over ops of the pending count */
+    /* By level (index 1 .. TOP_LEVEL): deadlines drawn and clock steps that
+     * landed within a tick of a boundary of that level; steps that crossed
+     * one. */
+    uint64_t near_deadlines[ROTA_WHEEL_LEVELS];
+    uint64_t span_delays[ROTA_WHEEL_LEVELS]; /* delays of span(k) +-1 */
+    uint64_t near_steps[ROTA_WHEEL_LEVELS];
+    uint64_t crossings[ROTA_WHEEL_LEVELS];
+    /* Periodic fires by [policy][lateness: < period, == period, more]. */
+    uint64_t periodic[3][3];
     bool fault_applied;
     uint64_t fault_op;
 };
@@ -220,19 +229,59 @@ static uint32_t pick_pending(struct drv *d)
 
 /* ----------------------------------------------------- value generators */
 
+/*
+ * The wheel's geometry, from rota.h: level k has ROTA_WHEEL_SLOTS slots of
+ * span(k) = 2^(ROTA_WHEEL_BITS * k) ticks, so the interesting instants are
+ * the multiples of span(1) .. span(ROTA_WHEEL_LEVELS - 1) (256, 65536, 2^24
+ * ... for 8-bit digits) and their neighbours: a deadline there sits in the
+ * last slot of one level or the first of the next, and a clock step onto or
+ * across one cascades.  Levels are drawn as 1 + rnd(TOP_LEVEL) or from the
+ * low levels (LOW_LEVELS), where a run's clock spends most of its time.
+ */
+#define TOP_LEVEL (ROTA_WHEEL_LEVELS - 1) /* the highest level with a span */
+#define LOW_LEVELS 3                      /* 256, 65536, 2^24 */
+
 static uint64_t span(unsigned level)
 {
-    return (uint64_t)1 << (6 * level);
+    return level >= ROTA_WHEEL_LEVELS
+               ? UINT64_MAX
+               : (uint64_t)1 << (ROTA_WHEEL_BITS * level);
 }
 
-/* The start of the next block of 64^level ticks after `now`. */
+static unsigned any_level(struct drv *d)
+{
+    return 1 + (unsigned)rnd(d, TOP_LEVEL);
+}
+
+static unsigned low_level(struct drv *d)
+{
+    return 1 + (unsigned)rnd(d, LOW_LEVELS);
+}
+
+/* The start of the next block of span(level) ticks after `now`. */
 static uint64_t next_boundary(uint64_t now, unsigned level)
 {
-    unsigned shift = 6 * level;
+    unsigned shift = ROTA_WHEEL_BITS * level;
+    if (shift >= 64)
+        return UINT64_MAX;
     uint64_t block = now >> shift;
-    if (shift >= 64 || block + 1 > (UINT64_MAX >> shift))
+    if (block + 1 > (UINT64_MAX >> shift))
         return UINT64_MAX;
     return (block + 1) << shift;
+}
+
+/* The highest level with a boundary (a non-zero multiple of its span)
+ * within one tick of x; 0 when there is none. */
+static unsigned boundary_level(uint64_t x)
+{
+    for (unsigned k = TOP_LEVEL; k >= 1; k--) {
+        uint64_t mask = span(k) - 1;
+        if ((x != 0 && (x & mask) == 0) ||
+            (x != UINT64_MAX && ((x + 1) & mask) == 0) ||
+            (x > 1 && ((x - 1) & mask) == 0))
+            return k;
+    }
+    return 0;
 }
 
 /* -1, 0 or +1 around x, saturating both ways. */
@@ -248,7 +297,7 @@ static uint64_t jitter(struct drv *d, uint64_t x)
     }
 }
 
-static uint64_t gen_delta(struct drv *d)
+static uint64_t draw_delta(struct drv *d)
 {
     switch (rnd(d, 14)) {
     case 12:
@@ -260,9 +309,9 @@ static uint64_t gen_delta(struct drv *d)
     case 2:
         return rnd(d, 201);
     case 3:
-        return jitter(d, span(1 + (unsigned)rnd(d, 4)));
+        return jitter(d, span(low_level(d)));
     case 4:
-        return jitter(d, span(1 + (unsigned)rnd(d, 10)));
+        return jitter(d, span(any_level(d)));
     case 5:
         return rnd(d, (uint64_t)1 << 40);
     case 6:
@@ -270,13 +319,24 @@ static uint64_t gen_delta(struct drv *d)
     case 7:
         return rnd(d, 64);
     case 8:
-        return rnd(d, 4) * span(1 + (unsigned)rnd(d, 4));
+        return jitter(d, rnd(d, 4) * span(low_level(d)));
     default:
         return rnd(d, 1000);
     }
 }
 
-static uint64_t gen_deadline(struct drv *d, uint64_t now)
+/* A delay; those within a tick of one level's span (a timer filed in the
+ * last slot of a level, or just past it) are counted. */
+static uint64_t gen_delta(struct drv *d)
+{
+    uint64_t x = draw_delta(d);
+    for (unsigned k = 1; k <= TOP_LEVEL; k++)
+        if (x + 1 >= span(k) && x <= span(k) + 1)
+            d->span_delays[k]++;
+    return x;
+}
+
+static uint64_t draw_deadline(struct drv *d, uint64_t now)
 {
     uint64_t r = rnd(d, 40);
 
@@ -287,7 +347,8 @@ static uint64_t gen_deadline(struct drv *d, uint64_t now)
         return chance(d, 70) ? x : jitter(d, x);
     }
     if (r < 11)
-        return jitter(d, next_boundary(now, 1 + (unsigned)rnd(d, 10)));
+        return jitter(
+            d, next_boundary(now, chance(d, 70) ? low_level(d) : any_level(d)));
     if (r < 14)
         return sub_floor(now, rnd(d, 100)); /* the past: clamped */
     if (r == 14) {
@@ -307,6 +368,13 @@ static uint64_t gen_deadline(struct drv *d, uint64_t now)
     return add_sat(now, gen_delta(d));
 }
 
+static uint64_t gen_deadline(struct drv *d, uint64_t now)
+{
+    uint64_t x = draw_deadline(d, now);
+    d->near_deadlines[boundary_level(x)]++;
+    return x;
+}
+
 static uint64_t gen_period(struct drv *d)
 {
     switch (rnd(d, 10)) {
@@ -315,7 +383,7 @@ static uint64_t gen_period(struct drv *d)
     case 1:
         return 2 + rnd(d, 9);
     case 2: {
-        uint64_t p = jitter(d, span(1 + (unsigned)rnd(d, 4)));
+        uint64_t p = jitter(d, span(low_level(d)));
         return p ? p : 1;
     }
     case 3:
@@ -336,6 +404,30 @@ static uint64_t gen_period(struct drv *d)
     default:
         return 1 + rnd(d, 300);
     }
+}
+
+/* A step that finds a pending periodic timer late by less than a period,
+ * by exactly one, or by more (where the policies differ); `now` + 1 when
+ * none is pending with a period small enough to step over. */
+static uint64_t periodic_step(struct drv *d, uint64_t now)
+{
+    uint32_t start = (uint32_t)rnd(d, d->cfg.pool);
+    for (size_t k = 0; k < d->cfg.pool; k++) {
+        const struct model_timer *t = &d->m.t[(start + k) % d->cfg.pool];
+        if (!t->pending || t->period == 0 || t->period > ((uint64_t)1 << 32) ||
+            t->deadline < now)
+            continue;
+        switch (rnd(d, 3)) {
+        case 0:
+            return add_sat(t->deadline, rnd(d, t->period));
+        case 1:
+            return add_sat(t->deadline, t->period);
+        default:
+            return add_sat(t->deadline,
+                           add_sat(t->period, 1 + rnd(d, 3 * t->period)));
+        }
+    }
+    return add_sat(now, 1);
 }
 
 static uint64_t gen_now(struct drv *d)
@@ -369,7 +461,7 @@ static uint64_t gen_now(struct drv *d)
     case 15:
     case 16:
     case 17:
-        return add_sat(now, jitter(d, span(1 + (unsigned)rnd(d, 4))));
+        return add_sat(now, jitter(d, span(low_level(d))));
     case 18:
         return add_sat(now, rnd(d, (uint64_t)1 << 40));
     case 19:
@@ -388,9 +480,9 @@ static uint64_t gen_now(struct drv *d)
     case 29:
     case 30:
     case 31:
-        return jitter(d, next_boundary(now, 1 + (unsigned)rnd(d, 4)));
+        return jitter(d, next_boundary(now, low_level(d)));
     case 32:
-        return jitter(d, next_boundary(now, 5 + (unsigned)rnd(d, 6)));
+        return jitter(d, next_boundary(now, any_level(d)));
     case 33:
     case 34:
     case 35:
@@ -403,6 +495,10 @@ static uint64_t gen_now(struct drv *d)
     case 38:
     case 39:
         return add_sat(now, rnd(d, (uint64_t)1 << 26));
+    case 40:
+    case 41:
+    case 42:
+        return periodic_step(d, now);
     default:
         return add_sat(now, rnd(d, 4096));
     }
@@ -593,6 +689,11 @@ static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
         fail(d, "callback of timer %u outside a call", self->id);
         return;
     }
+    const struct model_timer *mt = &d->m.t[self->id];
+    if (mt->pending && mt->period != 0 && mt->policy >= 0 && mt->policy < 3)
+        d->periodic[mt->policy][late < mt->period    ? 0
+                                : late == mt->period ? 1
+                                                     : 2]++;
     g.f.id = self->id;
     g.f.late = late;
     g.f.has_late = true;
@@ -724,7 +825,7 @@ static void print_fires(char *buf, size_t len, const char *what,
  * cancelled on both sides first, so a run never spins for minutes. */
 static void limit_bursts(struct drv *d, uint64_t now)
 {
-    u128 total = 0;
+    uint64_t total = 0;
 
     if (now > ROTA_MAX_DEADLINE)
         now = ROTA_MAX_DEADLINE;
@@ -732,7 +833,7 @@ static void limit_bursts(struct drv *d, uint64_t now)
         const struct model_timer *t = &d->m.t[id];
         if (t->pending && t->period != 0 && t->policy == ROTA_MISSED_BURST &&
             t->deadline <= now)
-            total += (now - t->deadline) / t->period + 1;
+            total = add_sat(total, (now - t->deadline) / t->period + 1);
     }
     if (total <= BURST_CAP)
         return;
@@ -759,6 +860,14 @@ static void do_call(struct drv *d, enum call kind, uint64_t now, size_t max)
     limit_bursts(d, now);
     struct rota_stats before;
     rota_wheel_stats(d->w, &before);
+    uint64_t was = rota_wheel_now(d->w);
+    uint64_t to = now > ROTA_MAX_DEADLINE ? ROTA_MAX_DEADLINE : now;
+    if (to > was) {
+        d->near_steps[boundary_level(to)]++;
+        for (unsigned k = 1; k <= TOP_LEVEL; k++)
+            if (to >> (ROTA_WHEEL_BITS * k) != was >> (ROTA_WHEEL_BITS * k))
+                d->crossings[k]++;
+    }
     d->ngot = 0;
     d->nacts = 0;
     d->replay_failed = false;
@@ -1100,7 +1209,11 @@ int drv_step(struct drv *d)
                   model_arm_periodic(&d->m, id, now, p, policy));
         expect_rc(d, rota_wheel_expire(w, add_sat(now, 5), NULL, 1, NULL),
                   ROTA_EINVAL);
-        expect_rc(d, rota_wheel_timeout_ms(w, now, 0), ROTA_EINVAL);
+        int ms = -1;
+        expect_rc(d, rota_wheel_timeout_ms(w, now, 0, &ms), ROTA_EINVAL);
+        if (ms != 0)
+            fail(d, "timeout_ms() with tick 0 stored %d, not 0", ms);
+        expect_rc(d, rota_wheel_timeout_ms(w, now, 1, NULL), ROTA_EINVAL);
         expect_rc(d, rota_timer_arm(NULL, T(d, id), now), ROTA_EINVAL);
         expect_rc(d, rota_wheel_advance(NULL, now), ROTA_EINVAL);
         (void)out;
@@ -1147,10 +1260,12 @@ int drv_step(struct drv *d)
                  "timeout_ms(%" PRIu64 ", tick %" PRIu64 ")", at, tick);
         trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
         bool may_be_early = d->unchecked_touches > 0;
-        int got = rota_wheel_timeout_ms(w, at, tick);
-        int exp = model_timeout_ms(&d->m, at, tick);
-        if (!(may_be_early && got >= 0 && (exp < 0 || got <= exp)))
-            expect_rc(d, got, exp);
+        int got = 12345, exp = 54321;
+        expect_rc(d, rota_wheel_timeout_ms(w, at, tick, &got),
+                  model_timeout_ms(&d->m, at, tick, &exp));
+        if (got != exp &&
+            !(may_be_early && got >= 0 && (exp < 0 || got <= exp)))
+            fail(d, "timeout %d ms, model says %d", got, exp);
     } else {
         do_drain(d);
     }
@@ -1250,6 +1365,25 @@ double drv_avg_pending(const struct drv *d)
 uint64_t drv_restarts(const struct drv *d)
 {
     return d->restarts;
+}
+
+void drv_geometry(const struct drv *d, unsigned level, struct drv_geometry *out)
+{
+    memset(out, 0, sizeof *out);
+    if (level < 1 || level > TOP_LEVEL)
+        return;
+    out->span = span(level);
+    out->near_deadlines = d->near_deadlines[level];
+    out->span_delays = d->span_delays[level];
+    out->near_steps = d->near_steps[level];
+    out->crossings = d->crossings[level];
+}
+
+uint64_t drv_periodic_fires(const struct drv *d, int policy, int lateness)
+{
+    if (policy < 0 || policy > 2 || lateness < 0 || lateness > 2)
+        return 0;
+    return d->periodic[policy][lateness];
 }
 
 bool drv_fault_applied(const struct drv *d, uint64_t *op)

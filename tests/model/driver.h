@@ -66,6 +66,21 @@ uint64_t drv_fires(const struct drv *d);     /* timers fired or expired */
 uint64_t drv_actions(const struct drv *d);   /* operations from callbacks */
 double drv_avg_pending(const struct drv *d); /* timers pending per op */
 uint64_t drv_restarts(const struct drv *d);  /* wheel re-inits at the top */
+/* How often the stream aimed at level `level` (1 .. ROTA_WHEEL_LEVELS - 1;
+ * other levels read as zeros): delays within one tick of its span;
+ * deadlines drawn and clock steps landing within one tick of a non-zero
+ * multiple of its span (counted at the highest level they are near); clock
+ * steps crossing one. */
+struct drv_geometry {
+    uint64_t span; /* 2^(ROTA_WHEEL_BITS * level) */
+    uint64_t span_delays, near_deadlines, near_steps, crossings;
+};
+void drv_geometry(const struct drv *d, unsigned level,
+                  struct drv_geometry *out);
+/* Fires of periodic timers under `policy` (enum rota_missed) late by less
+ * than a period (lateness 0), exactly one period (1) or more (2): where
+ * the policies agree, where they first differ, and beyond. */
+uint64_t drv_periodic_fires(const struct drv *d, int policy, int lateness);
 /* Whether the planted fault was applied, and at which operation. */
 bool drv_fault_applied(const struct drv *d, uint64_t *op);
 

@@ -20,29 +20,6 @@
 
 #include <rota.h>
 
-/* ------------------------------------------------------------ harness */
-
-/* The keyed tests use tests/harness.h; include it before this header to get
- * kt_fail(), a failed check with a printf-style message. */
-#ifdef ROTA_TEST_HARNESS_H
-#include <stdarg.h>
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static inline void
-kt_fail(const char *file, int line, const char *fmt, ...)
-{
-    va_list ap;
-
-    h_report(false, file, line);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-#endif
-
 /* -------------------------------------------------------------- model */
 
 struct km_entry {

@@ -5,6 +5,8 @@
  */
 #include "model.h"
 
+#include "wide.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,18 +131,19 @@ uint64_t model_next_deadline(const struct model *m)
     return best;
 }
 
-int model_timeout_ms(const struct model *m, uint64_t now, uint64_t tick_ns)
+int model_timeout_ms(const struct model *m, uint64_t now, uint64_t tick_ns,
+                     int *timeout_ms)
 {
+    *timeout_ms = 0;
     if (tick_ns == 0)
         return ROTA_EINVAL;
     uint64_t next = model_next_deadline(m);
     if (next == ROTA_NEVER)
-        return -1;
-    if (next <= now)
-        return 0;
-    u128 ns = (u128)(next - now) * tick_ns;
-    u128 ms = (ns + 999999u) / 1000000u;
-    return ms > INT_MAX ? INT_MAX : (int)ms;
+        *timeout_ms = -1;
+    else if (next > now)
+        *timeout_ms = (int)w_min64(
+            w_div_ceil(w_mul(next - now, tick_ns), 1000000u), INT_MAX);
+    return 0;
 }
 
 static bool eligible(const struct model *m, const struct model_timer *t)
@@ -193,23 +196,20 @@ static long choose(const struct model *m, long hint)
 static bool next_period(const struct model *m, const struct model_timer *t,
                         uint64_t fired, uint64_t *next)
 {
-    u128 n;
+    struct wide n;
+    uint64_t late = m->now - fired;
 
-    switch (t->policy) {
-    case ROTA_MISSED_BURST:
-        n = (u128)fired + t->period;
-        break;
-    case ROTA_MISSED_DELAY:
-        n = (u128)m->now + t->period;
-        break;
-    default: /* SKIP: the first boundary strictly after now */
-        n = (u128)fired +
-            ((u128)((m->now - fired) / t->period) + 1) * t->period;
-        break;
-    }
-    if (n > ROTA_MAX_DEADLINE)
+    if (late < t->period) /* nothing missed: the schedule, every policy */
+        n = w_add(w_of(fired), w_of(t->period));
+    else if (t->policy == ROTA_MISSED_BURST)
+        n = w_add(w_of(fired), w_of(t->period));
+    else if (t->policy == ROTA_MISSED_DELAY)
+        n = w_add(w_of(m->now), w_of(t->period));
+    else /* SKIP: the first point of the schedule strictly after now */
+        n = w_add(w_of(fired), w_mul(late / t->period + 1, t->period));
+    if (w_gt64(n, ROTA_MAX_DEADLINE))
         return false;
-    *next = (uint64_t)n;
+    *next = n.lo;
     return true;
 }
 

@@ -10,10 +10,11 @@
  *     periodic reschedule (done before the callback runs);
  *   - a timer armed during a pass with a deadline <= the pass's now is
  *     deferred to the next call;
- *   - periodic next deadlines: SKIP the first boundary of the schedule
- *     strictly after now, BURST deadline + period (may fire again in the
- *     same pass), DELAY now + period; a schedule that would pass
- *     ROTA_MAX_DEADLINE ends after its last fire;
+ *   - periodic next deadlines: deadline + period when the fire is late by
+ *     less than a period (nothing missed), whatever the policy; otherwise
+ *     SKIP the first point of the schedule strictly after now, BURST
+ *     deadline + period (fires again in the same pass), DELAY now + period;
+ *     a schedule that would pass ROTA_MAX_DEADLINE ends after its last fire;
  *   - a `now` earlier than the model's fires nothing and is counted;
  *   - touch to a later (or equal) deadline is a store, marked "touched
  *     later" when strictly later; touch earlier re-arms (new seq).
@@ -34,10 +35,6 @@
 #include <stdint.h>
 
 #include <rota.h>
-
-/* 128-bit arithmetic keeps the model's sums obviously exact (GCC and Clang;
- * __extension__ keeps -Wpedantic quiet). */
-__extension__ typedef unsigned __int128 u128;
 
 struct model_timer {
     uint64_t deadline;
@@ -92,7 +89,10 @@ int model_touch(struct model *m, uint32_t id, uint64_t deadline);
 int model_cancel(struct model *m, uint32_t id);
 
 uint64_t model_next_deadline(const struct model *m);
-int model_timeout_ms(const struct model *m, uint64_t now, uint64_t tick_ns);
+/* As rota_wheel_timeout_ms(): 0 or ROTA_EINVAL, the timeout in *timeout_ms
+ * (0 on an error). */
+int model_timeout_ms(const struct model *m, uint64_t now, uint64_t tick_ns,
+                     int *timeout_ms);
 /* Whether a non-deferred pending timer is due at the model's now. */
 bool model_due(const struct model *m);
 

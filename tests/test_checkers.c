@@ -1,0 +1,176 @@
+/*
+ * test_checkers.c - the invariant checkers must be able to fail.
+ *
+ * Every other test calls rota_wheel_check() and rota_keyed_check() on sound
+ * structures, where a checker that always returned 0 would pass too.  Here
+ * each is handed a structure corrupted in one known way that cannot crash
+ * it (a flipped occupancy bit, a deadline earlier than the slot the timer
+ * sits in, timers taken out of a map's wheel behind the map's back) and
+ * must return ROTA_ECORRUPT with the matching reason; undoing the damage
+ * must make it pass again, which shows the corruption was the only fault.
+ *
+ * The wheel's corruptions write its private fields (rota.h makes them
+ * visible so that a wheel can be embedded): they describe what a stray
+ * write or a misuse would leave, not an API.
+ */
+#include <rota.h>
+#include <rota/keyed.h>
+
+#include "harness.h"
+
+/* The checker's verdict and reason; prints the reason. */
+static int check_wheel(const struct rota_wheel *w, const char **why)
+{
+    *why = NULL;
+    int rc = rota_wheel_check(w, why);
+    printf("  rota_wheel_check: %d (%s)\n", rc, *why ? *why : "no reason");
+    return rc;
+}
+
+static bool has(const char *why, const char *word)
+{
+    return why != NULL && strstr(why, word) != NULL;
+}
+
+static void flip_bit(struct rota_wheel *w, unsigned slot)
+{
+    w->occupied_[slot / 64] ^= (uint64_t)1 << (slot % 64);
+}
+
+static struct rota_wheel wheel; /* ~33 KiB: not on the stack */
+
+TEST(wheel_check_catches_flipped_occupancy_bit)
+{
+    struct rota_timer t;
+    const char *why;
+
+    rota_wheel_init(&wheel, 0);
+    rota_timer_init(&t, NULL);
+    CHECK_EQ_INT(rota_timer_arm(&wheel, &t, 1000), 0);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+
+    /* An empty slot of level 1 marked occupied: the bitmap no longer
+     * agrees with the lists. */
+    unsigned slot = ROTA_WHEEL_SLOTS + 100;
+    CHECK(!(wheel.occupied_[slot / 64] >> (slot % 64) & 1));
+    flip_bit(&wheel, slot);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
+    CHECK(has(why, "bit"));
+
+    /* And the other way: the occupied slot's bit cleared. */
+    flip_bit(&wheel, slot);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    unsigned home = ROTA_WHEEL_SLOTS + (1000 >> ROTA_WHEEL_BITS);
+    CHECK(wheel.occupied_[home / 64] >> (home % 64) & 1);
+    flip_bit(&wheel, home);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
+    CHECK(has(why, "bit"));
+    flip_bit(&wheel, home);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t), 1);
+}
+
+TEST(wheel_check_catches_timer_in_the_wrong_slot)
+{
+    struct rota_timer t;
+    const char *why;
+
+    rota_wheel_init(&wheel, 0);
+    rota_timer_init(&t, NULL);
+    /* 1000 files in level 1's slot of [768, 1024). */
+    CHECK_EQ_INT(rota_timer_arm(&wheel, &t, 1000), 0);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+
+    /* A later deadline in the same slot is legal (a touch stores it); an
+     * earlier one than the slot's start means the timer would fire late. */
+    t.deadline_ = 1020;
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    t.deadline_ = 500;
+    CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
+    CHECK(has(why, "deadline"));
+    t.deadline_ = 1000;
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t), 1);
+}
+
+/* ----------------------------------------------------------- keyed map */
+
+static const unsigned char seed[ROTA_KEYED_SEED_SIZE] = {1, 2, 3};
+
+static struct rota_keyed *new_map(void)
+{
+    struct rota_keyed_config cfg = {.seed = seed};
+    struct rota_keyed *map = NULL;
+    if (!CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0))
+        return NULL;
+    for (unsigned i = 0; i < 50; i++) {
+        char key[16];
+        int len = snprintf(key, sizeof key, "key-%u", i);
+        CHECK_EQ_INT(rota_keyed_set(map, key, (size_t)len, NULL,
+                                    i % 2 ? ROTA_NEVER : 100 + i, NULL),
+                     0);
+    }
+    return map;
+}
+
+static int check_map(const struct rota_keyed *map, const char **why)
+{
+    *why = NULL;
+    int rc = rota_keyed_check(map, why);
+    printf("  rota_keyed_check: %d (%s)\n", rc, *why ? *why : "no reason");
+    return rc;
+}
+
+static void forget(struct rota_timer *t, void *arg)
+{
+    (*(unsigned *)arg)++;
+    (void)t;
+}
+
+TEST(keyed_check_catches_timers_lost_behind_its_back)
+{
+    struct rota_keyed *map = new_map();
+    const char *why;
+    unsigned taken = 0;
+
+    if (map == NULL)
+        return;
+    CHECK_EQ_INT(check_map(map, &why), 0);
+    /* The map's wheel is shared with the caller (rota_keyed_wheel()), so
+     * a caller can drain it: the 25 entries with a deadline still count
+     * as expiring, but their timers are idle. */
+    CHECK_EQ_INT(rota_wheel_drain(rota_keyed_wheel(map), forget, &taken), 0);
+    CHECK_EQ_INT(taken, 25);
+    CHECK_EQ_INT(check_map(map, &why), ROTA_ECORRUPT);
+    CHECK(has(why, "expiring") || has(why, "fewer timers"));
+    CHECK_EQ_INT(rota_keyed_destroy(map), 0);
+}
+
+TEST(keyed_check_catches_a_corrupt_wheel)
+{
+    struct rota_keyed *map = new_map();
+    const char *why;
+
+    if (map == NULL)
+        return;
+    struct rota_wheel *w = rota_keyed_wheel(map);
+    unsigned slot = 3 * ROTA_WHEEL_SLOTS + 200; /* level 3: empty */
+    CHECK_EQ_INT(check_map(map, &why), 0);
+    flip_bit(w, slot);
+    CHECK_EQ_INT(check_map(map, &why), ROTA_ECORRUPT);
+    CHECK(has(why, "bit"));
+    flip_bit(w, slot);
+    CHECK_EQ_INT(check_map(map, &why), 0);
+    CHECK_EQ_INT(rota_keyed_destroy(map), 0);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct h_test tests[] = {
+        H_TEST(wheel_check_catches_flipped_occupancy_bit),
+        H_TEST(wheel_check_catches_timer_in_the_wrong_slot),
+        H_TEST(keyed_check_catches_timers_lost_behind_its_back),
+        H_TEST(keyed_check_catches_a_corrupt_wheel),
+    };
+    return h_main(argc, argv, tests, H_COUNT(tests));
+}
