@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_lock.c - the contended paths of the shard lock (service_lock.h):
  * a short spin, then the futex.  Out of line so that only this file needs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_lock.h - internal: the lock of a rota/service.h shard.
  *

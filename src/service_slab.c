@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_slab.c - rota/service.h: the records' slab.  Each timer is a
  * record in a slab of chunks that never move (chunk c holds base << c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service_stage.c - rota/service.h: staging, where a shard's timers wait
  * before they enter its wheel (band lists and the far vector), and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_checkers.c - the invariant checkers must be able to fail.
  *

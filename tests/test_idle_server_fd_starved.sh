@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_idle_server_fd_starved.sh - out of descriptors, the server neither
 # spins nor stays deaf.
 #

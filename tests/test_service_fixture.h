@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_service_fixture.h - what test_service.c (the contract, black box)
  * and test_service_staging.c (the internals) share: a service on the

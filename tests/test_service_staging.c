@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_service_staging.c - rota/service.h's internals, white box: the only
  * test that includes src/service_internal.h.  Staging (band lists and the

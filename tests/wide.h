@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wide.h - exact unsigned 128-bit arithmetic for the tests' reference
  * computations, in plain C11 (no __int128: 32-bit targets have none).
