@@ -133,6 +133,7 @@ expect_missing()
     printf 'cmake_minimum_required(VERSION 3.16)\nproject(m C)\nfind_package(rota CONFIG REQUIRED COMPONENTS %s)\n' \
         "$1" >"$tmp/missing-$1/CMakeLists.txt"
     if "$cmake" -S "$tmp/missing-$1" -B "$tmp/missing-$1/build" \
+        -DCMAKE_C_FLAGS="$cflags" \
         -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
         >"$tmp/missing-$1.log" 2>&1; then
         echo "consumer_install: find_package(rota COMPONENTS $1) succeeded"
