@@ -177,10 +177,12 @@ ROTA_API int rota_epoll_sync(struct rota_epoll *et);
 ROTA_API int rota_epoll_dispatch(struct rota_epoll *et);
 
 /*
- * Run at most `max_fires` callbacks per dispatch (0, the default: no
- * limit).  The rest stay due: the next rota_epoll_wait_ms() stores 0 (in
- * timerfd mode the timerfd is armed in the past) and the next dispatch
- * resumes in order, so a storm of expiries cannot starve the loop's I/O.
+ * Run at most `max_fires` callbacks per dispatch, and file at most as many
+ * timers again (0, the default: no limit; rota_wheel_advance_max()).  The
+ * rest stay due: the next rota_epoll_wait_ms() stores 0 (in timerfd mode
+ * the timerfd is armed in the past) and the next dispatch resumes in
+ * order, so neither a storm of expiries nor a slot of a million timers
+ * that comes due can stall the loop's I/O for longer than one budget.
  */
 ROTA_API void rota_epoll_set_budget(struct rota_epoll *et, size_t max_fires);
 

@@ -253,8 +253,9 @@ ROTA_API size_t rota_keyed_count(const struct rota_keyed *map);
  */
 ROTA_API int rota_keyed_advance(struct rota_keyed *map, uint64_t now);
 
-/* As rota_keyed_advance(), running at most `max_fires` callbacks; stores the
- * number run in *fired and returns 1 if more are due.  As
+/* As rota_keyed_advance(), running at most `max_fires` callbacks and filing
+ * at most `max_fires` timers again; stores the number run in *fired and
+ * returns 1 if it stopped with work left (call again soon).  As
  * rota_wheel_advance_max(). */
 ROTA_API int rota_keyed_advance_max(struct rota_keyed *map, uint64_t now,
                                     size_t max_fires, size_t *fired);
