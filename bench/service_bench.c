@@ -543,14 +543,7 @@ static void print_table(const struct config *cfg, const char *load0,
         print_s1(cfg);
     if (cfg->run_s2)
         print_s2(cfg);
-    double r2 = row_value("rota-service", "S1-2p", "pairs_per_sec") /
-                row_value("mutex-heap2", "S1-2p", "pairs_per_sec");
-    printf("\nservice goals: S1 with 2 producers >= 3x mutex-heap2: %.2fx "
-           "(%s); S2 p99 < 200 us on an idle machine: %.1f us (0 workers), "
-           "%.1f us (2 workers)\n",
-           r2, r2 >= 3 ? "met" : "NOT met",
-           row_value("rota-service", "S2-0w", "late_p99_us"),
-           row_value("rota-service", "S2-2w", "late_p99_us"));
+    printf("\n");
     printf("load average before / after: %s / %s\n", load0, load1);
 }
 
