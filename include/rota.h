@@ -75,7 +75,7 @@
  *   initialised timer and is reused without rota_timer_init() still carries
  *   the marker: it is accepted and keeps its old callback.
  *
- * SIZES (64-bit; on i386 36 bytes and about 17 KiB)
+ * SIZES (64-bit; on i386 36 bytes and about 16 KiB)
  *   sizeof(struct rota_timer) == 48 bytes; sizeof(struct rota_wheel) is about
  *   33 KiB (8 levels x 256 slot heads, plus bitmaps and counters).
  */
