@@ -117,7 +117,9 @@ extern "C" {
     X(ROTA_EDEADLK, -8, "would wait for the calling callback itself")          \
     X(ROTA_ENOMEM, -9, "out of memory")                                        \
     X(ROTA_ECORRUPT, -10, "internal invariant violated")                       \
-    X(ROTA_ESYS, -11, "system call failed (see errno)")
+    X(ROTA_ESYS, -11, "system call failed (see errno)")                        \
+    X(ROTA_ENOTSUP, -12, "not supported on this system")                       \
+    X(ROTA_EFORK, -13, "service belongs to the parent process (fork)")
 
 enum rota_error {
 #define ROTA_ENUM_ENTRY(name, value, message) name = (value),

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* rota/clock.h: the system clock as wheel ticks.  See the header for why
  * "now" rounds down and deadlines round up. */
-#define _GNU_SOURCE /* CLOCK_MONOTONIC_COARSE */
+#define _GNU_SOURCE /* CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME */
 #include "rota/clock.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -20,13 +21,26 @@ int rota_clock_init(struct rota_clock *clock, enum rota_clock_source source,
         id = CLOCK_MONOTONIC;
         break;
     case ROTA_CLOCK_MONOTONIC_COARSE:
+#ifdef CLOCK_MONOTONIC_COARSE
         id = CLOCK_MONOTONIC_COARSE;
         break;
+#else
+        return ROTA_ENOTSUP;
+#endif
+    case ROTA_CLOCK_BOOTTIME:
+        /* Linux only: elsewhere a clock of that name may exist and mean
+         * something else (FreeBSD's does not count suspend). */
+#if defined(__linux__) && defined(CLOCK_BOOTTIME)
+        id = CLOCK_BOOTTIME;
+        break;
+#else
+        return ROTA_ENOTSUP;
+#endif
     default:
         return ROTA_EINVAL;
     }
     if (clock_gettime(id, &ts) != 0)
-        return ROTA_ESYS;
+        return errno == EINVAL ? ROTA_ENOTSUP : ROTA_ESYS; /* old kernel */
     clock->id_ = id;
     clock->tick_ns_ = tick_ns;
     return 0;

@@ -21,7 +21,7 @@
  * centuries ahead, which is "never" for any process, and the wheel still
  * knows the true deadline.
  */
-#define _GNU_SOURCE /* timerfd, CLOCK_MONOTONIC under -std=c11 */
+#define _GNU_SOURCE /* timerfd, CLOCK_MONOTONIC, CLOCK_BOOTTIME under -std=c11 */
 #include "loop_common.h"
 #include "rota/epoll.h"
 
@@ -126,9 +126,15 @@ int rota_epoll_init(struct rota_epoll *et, struct rota_wheel *wheel,
         return ROTA_EINVAL;
     et->clock_ = *clock;
     if (flags & ROTA_EPOLL_TIMERFD) {
-        /* CLOCK_MONOTONIC whatever the clock's source: the coarse clock is
-         * the same time line, and timerfd does not accept it. */
-        et->tfd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        /* The clock's own time line: CLOCK_BOOTTIME for a boottime clock,
+         * so that the timerfd counts suspend as the wheel's ticks do (a
+         * monotonic timerfd would wake a resumed machine late by the
+         * length of the suspend); CLOCK_MONOTONIC otherwise (the coarse
+         * clock is the same time line, and timerfd does not accept it). */
+        clockid_t id = (clockid_t)et->clock_.id_ == CLOCK_BOOTTIME
+                           ? CLOCK_BOOTTIME
+                           : CLOCK_MONOTONIC;
+        et->tfd_ = timerfd_create(id, TFD_NONBLOCK | TFD_CLOEXEC);
         if (et->tfd_ < 0)
             return ROTA_ESYS;
     }

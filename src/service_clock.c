@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * service_clock.c - the clocks of rota/service.h: the default one
- * (CLOCK_MONOTONIC) and the manual one for tests.
+ * (CLOCK_MONOTONIC, or CLOCK_BOOTTIME) and the manual one for tests.
  *
  * Both implement the same three-function contract: now_ns(), wait(deadline)
  * and a sticky wake().  "Sticky" is what makes the service thread's sleep
@@ -9,12 +9,18 @@
  * its queue and its call to wait() makes that wait() return at once, so no
  * submission is ever left waiting for a deadline that may be hours away.
  */
-#define _POSIX_C_SOURCE 200809L /* pthreads, pthread_condattr_setclock */
+#define _GNU_SOURCE /* pthread_condattr_setclock, CLOCK_BOOTTIME */
 #include "service_clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#endif
 
 /* ------------------------------------------------------ the default clock */
 
@@ -63,11 +69,93 @@ static void sys_wake(void *ctx)
     pthread_mutex_unlock(&sc->mu);
 }
 
+#ifdef __linux__
+/* ----------------------------------------- the default clock on BOOTTIME */
+
+/* The same sticky-wake contract as sys_wait(), on descriptors: an eventfd
+ * written by wake() stays readable until this wait drains it, so a wake
+ * between the look at `woken` and poll() makes poll() return at once.  A
+ * stale count left by a wake that raced with the drain makes the next wait
+ * return early, which the contract allows. */
+static void boot_wait(void *ctx, uint64_t deadline_ns)
+{
+    struct rota__sysclock *sc = ctx;
+    struct pollfd fds[2] = {{sc->efd, POLLIN, 0}, {sc->tfd, POLLIN, 0}};
+    nfds_t n = 1;
+
+    if (deadline_ns != UINT64_MAX) {
+        /* An all-zero it_value would disarm: instant 0 is long past. */
+        uint64_t at = deadline_ns == 0 ? 1 : deadline_ns;
+        struct itimerspec its = {
+            .it_interval = {0, 0},
+            .it_value = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)},
+        };
+        if (timerfd_settime(sc->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+            n = 2;
+        else
+            deadline_ns = 0; /* cannot sleep until it: return, poll again */
+    }
+    if (deadline_ns != 0 &&
+        !atomic_load_explicit(&sc->woken, memory_order_acquire))
+        poll(fds, n, -1); /* EINTR: an early return, which is allowed */
+    uint64_t count;
+    while (read(sc->efd, &count, sizeof count) > 0)
+        ;
+    if (n == 2)
+        while (read(sc->tfd, &count, sizeof count) > 0)
+            ;
+    atomic_exchange_explicit(&sc->woken, 0, memory_order_acq_rel);
+}
+
+static void boot_wake(void *ctx)
+{
+    struct rota__sysclock *sc = ctx;
+    uint64_t one = 1;
+
+    if (atomic_exchange_explicit(&sc->woken, 1, memory_order_acq_rel) != 0)
+        return;
+    /* EAGAIN (the counter is full) leaves it readable: the wake lands. */
+    while (write(sc->efd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
+}
+
+static int boot_init(struct rota__sysclock *sc, struct rota_service_clock *out)
+{
+    int rc = rota_clock_init(&sc->clock, ROTA_CLOCK_BOOTTIME, 1);
+    if (rc != 0)
+        return rc == ROTA_ENOTSUP ? rc : ROTA_ESYS;
+    sc->tfd = timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (sc->tfd < 0)
+        return errno == EINVAL ? ROTA_ENOTSUP : ROTA_ESYS;
+    sc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (sc->efd < 0) {
+        close(sc->tfd);
+        sc->tfd = -1;
+        return ROTA_ESYS;
+    }
+    atomic_init(&sc->woken, 0);
+    out->now_ns = sys_now;
+    out->wait = boot_wait;
+    out->wake = boot_wake;
+    out->ctx = sc;
+    return 0;
+}
+#endif
+
 int rota__sysclock_init(struct rota__sysclock *sc,
+                        enum rota_clock_source source,
                         struct rota_service_clock *out)
 {
     pthread_condattr_t attr;
 
+    sc->tfd = sc->efd = -1;
+    if (source == ROTA_CLOCK_BOOTTIME) {
+#ifdef __linux__
+        return boot_init(sc, out);
+#else
+        return ROTA_ENOTSUP;
+#endif
+    }
     if (rota_clock_init(&sc->clock, ROTA_CLOCK_MONOTONIC, 1) != 0)
         return ROTA_ESYS;
     if (pthread_condattr_init(&attr) != 0)
@@ -92,6 +180,11 @@ int rota__sysclock_init(struct rota__sysclock *sc,
 
 void rota__sysclock_fini(struct rota__sysclock *sc)
 {
+    if (sc->tfd >= 0) {
+        close(sc->tfd);
+        close(sc->efd);
+        return;
+    }
     pthread_cond_destroy(&sc->cv);
     pthread_mutex_destroy(&sc->mu);
 }

@@ -3,8 +3,12 @@
  * service_clock.h - internal: the default clock of rota/service.h.
  *
  * CLOCK_MONOTONIC for the time; a mutex, a condition variable on
- * CLOCK_MONOTONIC and a "woken" flag for the sleep.  The service embeds one
- * (it is per service: the wake flag belongs to one sleeper).
+ * CLOCK_MONOTONIC and a "woken" flag for the sleep.  Or CLOCK_BOOTTIME
+ * (Linux): a condition variable cannot wait on it (glibc accepts only
+ * MONOTONIC and REALTIME), so the sleep is a poll() on a CLOCK_BOOTTIME
+ * timerfd armed at the deadline and an eventfd that wake() writes.  The
+ * service embeds one (it is per service: the wake flag belongs to one
+ * sleeper).
  */
 #ifndef ROTA_SERVICE_CLOCK_H
 #define ROTA_SERVICE_CLOCK_H
@@ -20,10 +24,14 @@ struct rota__sysclock {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_int woken; /* a wake() not yet consumed by a wait() */
+    int tfd, efd;     /* BOOTTIME: the sleep's timerfd and eventfd; else -1 */
 };
 
-/* 0, or ROTA_ESYS; on success *out holds the function table. */
+/* `source` ROTA_CLOCK_MONOTONIC or ROTA_CLOCK_BOOTTIME.  0, ROTA_ENOTSUP
+ * (no such clock here), or ROTA_ESYS; on success *out holds the function
+ * table. */
 int rota__sysclock_init(struct rota__sysclock *sc,
+                        enum rota_clock_source source,
                         struct rota_service_clock *out);
 void rota__sysclock_fini(struct rota__sysclock *sc);
 

@@ -111,7 +111,10 @@ int rota_service_create(struct rota_service **out,
         return ROTA_EINVAL;
     if (cfg.clock != NULL &&
         (cfg.clock->now_ns == NULL || cfg.clock->wait == NULL ||
-         cfg.clock->wake == NULL))
+         cfg.clock->wake == NULL || cfg.clock_source != ROTA_CLOCK_MONOTONIC))
+        return ROTA_EINVAL;
+    if (cfg.clock_source != ROTA_CLOCK_MONOTONIC &&
+        cfg.clock_source != ROTA_CLOCK_BOOTTIME)
         return ROTA_EINVAL;
     if (cfg.allocator != NULL) {
         if (cfg.allocator->alloc == NULL || cfg.allocator->free == NULL)
@@ -157,7 +160,8 @@ int rota_service_create(struct rota_service **out,
     if (cfg.clock != NULL) {
         svc->clock = *cfg.clock;
     } else {
-        if (rota__sysclock_init(&svc->sysclock, &svc->clock) != 0)
+        rc = rota__sysclock_init(&svc->sysclock, cfg.clock_source, &svc->clock);
+        if (rc != 0)
             goto fail;
         svc->sysclock_used = true;
     }

@@ -30,7 +30,7 @@ TEST(clock_init_errors)
     CHECK_EQ_INT(rota_clock_init(NULL, ROTA_CLOCK_MONOTONIC, 1000000),
                  ROTA_EINVAL);
     CHECK_EQ_INT(rota_clock_init(&c, ROTA_CLOCK_MONOTONIC, 0), ROTA_EINVAL);
-    CHECK_EQ_INT(rota_clock_init(&c, (enum rota_clock_source)2, 1000000),
+    CHECK_EQ_INT(rota_clock_init(&c, (enum rota_clock_source)3, 1000000),
                  ROTA_EINVAL);
     CHECK_EQ_INT(rota_clock_init(&c, (enum rota_clock_source) - 1, 1000000),
                  ROTA_EINVAL);
@@ -39,9 +39,13 @@ TEST(clock_init_errors)
     CHECK_EQ_INT(rota_clock_init(&c, ROTA_CLOCK_MONOTONIC, UINT64_MAX), 0);
 #ifdef __linux__
     CHECK_EQ_INT(rota_clock_init(&c, ROTA_CLOCK_MONOTONIC_COARSE, 1000000), 0);
+    CHECK_EQ_INT(rota_clock_init(&c, ROTA_CLOCK_BOOTTIME, 1000000), 0);
 #else
     int rc = rota_clock_init(&c, ROTA_CLOCK_MONOTONIC_COARSE, 1000000);
-    CHECK(rc == 0 || rc == ROTA_ESYS);
+    CHECK(rc == 0 || rc == ROTA_ENOTSUP);
+    /* Only Linux's CLOCK_BOOTTIME is known to count suspend. */
+    CHECK_EQ_INT(rota_clock_init(&c, ROTA_CLOCK_BOOTTIME, 1000000),
+                 ROTA_ENOTSUP);
 #endif
 }
 

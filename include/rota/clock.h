@@ -4,8 +4,20 @@
  *
  * The core wheel (rota.h) never reads a clock: the caller passes ticks in.
  * This helper, outside the core, reads CLOCK_MONOTONIC (or the cheaper and
- * coarser CLOCK_MONOTONIC_COARSE) and converts between nanoseconds and ticks
- * of a length the caller chooses.
+ * coarser CLOCK_MONOTONIC_COARSE, or CLOCK_BOOTTIME, which counts suspend)
+ * and converts between nanoseconds and ticks of a length the caller
+ * chooses.
+ *
+ * SUSPEND: MONOTONIC OR BOOTTIME
+ *   CLOCK_MONOTONIC stops while the machine is suspended: a timer due in
+ *   30 minutes on a laptop that sleeps for an hour in between fires 30
+ *   minutes after the resume, 90 minutes after it was armed.  That is
+ *   right for "30 minutes of this program's running time" and wrong for
+ *   anything measured against the outside world: a lease, a token's
+ *   expiry, a peer's keepalive, a retry a user waits for.  CLOCK_BOOTTIME
+ *   (Linux) is the same clock plus the time spent suspended, so such a
+ *   timer is due at once on resume.  Neither clock is ever set back (NTP
+ *   only slews them); CLOCK_REALTIME, which can jump, is not offered.
  *
  * ROUNDING, AND WHY
  *   "Now" is rounded down: the tick we are in.  A deadline is rounded up: the
@@ -31,10 +43,12 @@ extern "C" {
 
 /* Which system clock to read.  COARSE costs about a fifth of MONOTONIC
  * (no system call, no TSC read) but only advances every few milliseconds:
- * fine for a 100 ms or 1 s idle wheel, too coarse for a 2 ms one. */
+ * fine for a 100 ms or 1 s idle wheel, too coarse for a 2 ms one.
+ * BOOTTIME costs what MONOTONIC costs and counts suspend (see SUSPEND). */
 enum rota_clock_source {
     ROTA_CLOCK_MONOTONIC = 0,        /* CLOCK_MONOTONIC */
     ROTA_CLOCK_MONOTONIC_COARSE = 1, /* CLOCK_MONOTONIC_COARSE (Linux) */
+    ROTA_CLOCK_BOOTTIME = 2,         /* CLOCK_BOOTTIME (Linux 2.6.39+) */
 };
 
 struct rota_clock {
@@ -44,8 +58,10 @@ struct rota_clock {
 };
 
 /* Read `source` with ticks of `tick_ns` nanoseconds.  0, or ROTA_EINVAL for
- * a NULL clock, tick_ns 0 or an unknown source, or ROTA_ESYS when the
- * system cannot read that clock. */
+ * a NULL clock, tick_ns 0 or an unknown source, ROTA_ENOTSUP when the
+ * system has no such clock (ROTA_CLOCK_BOOTTIME outside Linux, or on a
+ * kernel older than 2.6.39; MONOTONIC_COARSE outside Linux), or ROTA_ESYS
+ * when reading it failed otherwise. */
 ROTA_API int rota_clock_init(struct rota_clock *clock,
                              enum rota_clock_source source, uint64_t tick_ns);
 

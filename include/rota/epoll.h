@@ -23,8 +23,9 @@
  *             rota_epoll_dispatch(&et);        // after every epoll_wait
  *         }
  *
- *   - a timerfd (ROTA_EPOLL_TIMERFD: CLOCK_MONOTONIC, absolute), for loops
- *     that wait on descriptors only, or share an epoll set between wheels:
+ *   - a timerfd (ROTA_EPOLL_TIMERFD: absolute, on CLOCK_MONOTONIC, or on
+ *     CLOCK_BOOTTIME for a ROTA_CLOCK_BOOTTIME clock), for loops that wait
+ *     on descriptors only, or share an epoll set between wheels:
  *
  *         rota_epoll_init(&et, &wheel, &clock, ROTA_EPOLL_TIMERFD);
  *         add rota_epoll_fd(&et) to the epoll set for EPOLLIN;
@@ -75,6 +76,13 @@
  *   clock has not caught up yet, so the dispatch advances the wheel to the
  *   armed deadline at least (never early, and no spinning until the coarse
  *   clock ticks).
+ *
+ *   ROTA_CLOCK_BOOTTIME (time that counts suspend, rota/clock.h) gets a
+ *   CLOCK_BOOTTIME timerfd: a deadline that passes while the machine is
+ *   suspended wakes the loop as soon as it resumes.  In timeout mode it
+ *   works too, and is never early, but epoll_wait()'s timeout does not
+ *   count suspend: a wait that spans one ends late by up to the time spent
+ *   suspended.  Use ROTA_EPOLL_TIMERFD with a boottime clock.
  *
  * CALLBACK CONTEXT
  *   Timer callbacks run inside rota_epoll_dispatch() (inside

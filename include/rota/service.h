@@ -27,7 +27,8 @@
  *
  * TIME
  *   Public times are nanoseconds of the service's clock (CLOCK_MONOTONIC
- *   unless the config gives another).  The wheel runs on ticks of
+ *   unless the config gives another: CLOCK_BOOTTIME, which counts suspend,
+ *   or a clock of your own).  The wheel runs on ticks of
  *   `tick_ns` (default 1 us): a deadline is rounded up to a whole tick, so a
  *   timer never fires before the clock has reached the time asked for, and
  *   fires at most one tick plus scheduling delay after it.  A delay is
@@ -171,6 +172,7 @@
 #include <stdint.h>
 
 #include "../rota.h"
+#include "clock.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -287,11 +289,22 @@ struct rota_service_config {
     /* Timer records allocated by create (rounded up to a power of two,
      * at least 64); 0 means 1024.  The slab grows beyond it on demand. */
     size_t initial_capacity;
-    /* NULL: CLOCK_MONOTONIC, with the service thread's timer slack set to
-     * 1 ns on Linux so that sleeps end on time. */
+    /* NULL: the system clock `clock_source` names (CLOCK_MONOTONIC by
+     * default), with the service thread's timer slack set to 1 ns on Linux
+     * so that sleeps end on time. */
     const struct rota_service_clock *clock;
     /* NULL: malloc and free. */
     const struct rota_service_allocator *allocator;
+    /* The system clock read when `clock` is NULL: ROTA_CLOCK_MONOTONIC
+     * (0, the default) or ROTA_CLOCK_BOOTTIME, time that counts suspend
+     * (rota/clock.h, SUSPEND): a timer whose deadline passes while the
+     * machine sleeps fires as soon as it resumes, and the service thread
+     * sleeps on a CLOCK_BOOTTIME timerfd.  BOOTTIME is Linux's: create
+     * returns ROTA_ENOTSUP elsewhere.  ROTA_CLOCK_MONOTONIC_COARSE is
+     * refused (ROTA_EINVAL): the service thread would wake before the
+     * coarse clock reached the deadline and spin until it did.  Must be
+     * 0 when `clock` is set (ROTA_EINVAL otherwise). */
+    enum rota_clock_source clock_source;
 };
 
 /* Number of buckets in the lateness histogram. */
@@ -330,7 +343,9 @@ struct rota_service_stats {
 /*
  * Create a service and start its threads (config NULL: all defaults).
  * 0 and *out set, or ROTA_EINVAL (out NULL, bad config: too many workers,
- * a clock or allocator without its functions), ROTA_ENOMEM, ROTA_ESYS.
+ * a clock or allocator without its functions, a bad clock_source),
+ * ROTA_ENOTSUP (clock_source BOOTTIME where there is none), ROTA_ENOMEM,
+ * ROTA_ESYS.
  */
 ROTA_API int rota_service_create(struct rota_service **out,
                                  const struct rota_service_config *config);
