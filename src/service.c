@@ -184,6 +184,8 @@ static int arm(struct rota_service *svc, uint64_t deadline, uint64_t period,
                enum rota_missed missed, rota_service_fn *fn, void *arg,
                struct rota_service_handle *out)
 {
+    if (forked(svc))
+        return ROTA_EFORK;
     if (atomic_load_explicit(&svc->stopping, memory_order_relaxed))
         return ROTA_ESHUTDOWN;
     if (svc->max_pending != 0 &&
@@ -300,6 +302,8 @@ static struct shard *lock_timer(struct rota_service *svc, struct rec *r,
 static int touch(struct rota_service *svc, struct rota_service_handle h,
                  uint64_t deadline)
 {
+    if (forked(svc))
+        return ROTA_EFORK;
     if (atomic_load_explicit(&svc->stopping, memory_order_relaxed))
         return ROTA_ESHUTDOWN;
     struct rec *r = rec_of(svc, h);
@@ -394,6 +398,8 @@ int rota_service_try_cancel(struct rota_service *svc,
     bool cleared;
     if (svc == NULL)
         return ROTA_EINVAL;
+    if (forked(svc))
+        return ROTA_EFORK;
     return cancel(svc, timer, &cleared);
 }
 
@@ -429,6 +435,8 @@ int rota_service_cancel_sync(struct rota_service *svc,
     bool cleared;
     if (svc == NULL)
         return ROTA_EINVAL;
+    if (forked(svc))
+        return ROTA_EFORK;
     if (rota__service_tl_cb.svc == svc && timer.service == svc->id &&
         rota__service_tl_cb.index == timer.index &&
         rota__service_tl_cb.gen == timer.generation)

@@ -178,13 +178,15 @@ int rota__sysclock_init(struct rota__sysclock *sc,
     return 0;
 }
 
-void rota__sysclock_fini(struct rota__sysclock *sc)
+void rota__sysclock_fini(struct rota__sysclock *sc, bool forked_copy)
 {
     if (sc->tfd >= 0) {
         close(sc->tfd);
         close(sc->efd);
         return;
     }
+    if (forked_copy)
+        return; /* a waiter of the parent's would make destroy hang */
     pthread_cond_destroy(&sc->cv);
     pthread_mutex_destroy(&sc->mu);
 }
@@ -199,6 +201,7 @@ struct rota_manual_clock {
     int woken;               /* under mu */
     int sleeping;            /* under mu */
     uint64_t sleep_deadline; /* under mu */
+    pid_t pid;               /* the process that created it */
 };
 
 static uint64_t man_now(void *ctx)
@@ -253,6 +256,7 @@ int rota_manual_clock_create(struct rota_manual_clock **out, uint64_t start_ns)
     }
     atomic_init(&mc->now, start_ns);
     atomic_init(&mc->waits, 0);
+    mc->pid = getpid();
     *out = mc;
     return 0;
 }
@@ -261,8 +265,13 @@ void rota_manual_clock_destroy(struct rota_manual_clock *mc)
 {
     if (mc == NULL)
         return;
-    pthread_cond_destroy(&mc->cv);
-    pthread_mutex_destroy(&mc->mu);
+    /* In a child of fork(), a service thread of the parent's may have been
+     * waiting on the condition variable: destroying it would wait for that
+     * thread forever.  Only the memory is released there. */
+    if (mc->pid == getpid()) {
+        pthread_cond_destroy(&mc->cv);
+        pthread_mutex_destroy(&mc->mu);
+    }
     free(mc);
 }
 

@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "rota/clock.h"
 #include "rota/service.h"
@@ -33,6 +34,8 @@ struct rota__sysclock {
 int rota__sysclock_init(struct rota__sysclock *sc,
                         enum rota_clock_source source,
                         struct rota_service_clock *out);
-void rota__sysclock_fini(struct rota__sysclock *sc);
+/* forked_copy: in a child of fork(), free without destroying the mutex
+ * and condition variable (see service_fork.c). */
+void rota__sysclock_fini(struct rota__sysclock *sc, bool forked_copy);
 
 #endif /* ROTA_SERVICE_CLOCK_H */

@@ -9,6 +9,7 @@
  *   service_thread.c  the service thread and the workers: fire, run
  *   service_life.c    create, stop, destroy, sync, check, stats
  *   service_clock.c   the default and the manual clock
+ *   service_fork.c    what a child of fork() may do with the copy
  *   service_lock.h    the shard lock (service_lock.c: its slow path)
  */
 #ifndef ROTA_SERVICE_INTERNAL_H
@@ -179,6 +180,8 @@ struct rota_service {
     unsigned nshards;
     unsigned base_shift; /* log2 of chunk 0's size */
     bool sysclock_used;
+    /* Set in a child of fork() (service_fork.c): the copy is frozen. */
+    atomic_bool forked;
     uint64_t id; /* in every handle it gives out: unique in the process */
     void *raw;   /* what alloc returned for this struct */
     struct shard *shards;
@@ -244,6 +247,9 @@ struct rota_service {
     bool ticker_started;
 
     struct rota__sysclock sysclock;
+
+    /* The live services, for the fork handlers (service_fork.c). */
+    struct rota_service *reg_prev, *reg_next;
 };
 
 /* The callback this thread is running, for cancel_sync()'s EDEADLK. */
@@ -330,5 +336,18 @@ void *rota__service_worker_main(void *arg);
 
 /* service_life.c */
 int rota__service_check_all(struct rota_service *svc, const char **why);
+
+/* service_fork.c */
+int rota__service_register(struct rota_service *svc);
+void rota__service_unregister(struct rota_service *svc);
+_Noreturn void rota__service_forked_callback_returned(void);
+
+/* Whether this is a child's copy of a parent's service (see
+ * service_fork.c): every call but stop, destroy, check, now and stats
+ * then returns ROTA_EFORK. */
+static inline bool forked(const struct rota_service *svc)
+{
+    return atomic_load_explicit(&svc->forked, memory_order_relaxed);
+}
 
 #endif /* ROTA_SERVICE_INTERNAL_H */

@@ -42,6 +42,8 @@ static void invoke(struct rota_service *svc, struct rec *r, uint32_t gen,
     rota__service_tl_cb.index = r->index;
     rota__service_tl_cb.gen = gen;
     r->fn(svc, &ev);
+    if (forked(svc)) /* the callback forked, and returned in the child */
+        rota__service_forked_callback_returned();
     rota__service_tl_cb.svc = NULL;
 }
 

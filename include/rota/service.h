@@ -156,13 +156,52 @@
  *   rota_service_destroy() stops the service if needed (handing nothing to
  *   anyone) and frees everything; it accepts NULL.
  *
+ * FORK
+ *   fork() is safe at any time, from any thread, a callback included, and
+ *   the parent's services carry on untouched.  A child gets a frozen copy
+ *   of each service: its threads are not copied (fork never copies
+ *   threads), its timers never fire there, and it may only be released:
+ *     - arm, touch, try_cancel, cancel_sync and sync return ROTA_EFORK:
+ *       the service belongs to the parent process;
+ *     - rota_service_stop() hands every timer pending at the fork back to
+ *       the calling thread, without running it, so that the child can
+ *       free its copy of what the timers' args point to (a timer whose
+ *       callback was running at the fork is handed back if periodic; a
+ *       one-shot one had fired);
+ *     - rota_service_destroy() frees the copy's memory (it joins nothing
+ *       and never blocks); rota_service_check() checks the copy on the
+ *       calling thread (not holding against it a record or a count that a
+ *       thread of the parent's was handing over outside a lock at the
+ *       fork: such a record is lost to the copy, never given out twice);
+ *       rota_service_now() and rota_service_stats() work (the counters
+ *       may lag by the fires in flight at the fork).
+ *   A child that needs timers creates a service of its own.  Why not let
+ *   the child run the copy: each pending timer would then fire in both
+ *   processes (an idle timeout closing the connection twice, a periodic
+ *   job run twice), and starting threads in the child of a threaded
+ *   process is outside what POSIX allows before exec.
+ *   How: handlers installed with pthread_atfork() when the first service
+ *   is created hold every service's shard, slab and queue locks across
+ *   the fork (arms and cancels on other threads wait for the length of
+ *   the fork() call; callbacks hold none of them), so the copy is
+ *   consistent whatever the other threads were doing; the child's
+ *   handler marks each copy, and every call tests that mark (one load,
+ *   no system call).  A callback that forks runs on in the child's only
+ *   thread: it must exec or _exit; if it returns, the child ends with
+ *   _exit(127).  A stop in progress on another thread at the fork
+ *   belongs to the parent: timers it had already taken are not handed
+ *   back in the child.  An allocator in the config with fork handlers of
+ *   its own must install them before the first service is created (the
+ *   service's run first, while the allocator is still usable).
+ *
  * ERRORS
  *   Negative ROTA_E* codes from rota.h: ROTA_EINVAL (NULL service or
  *   function, bad config, period 0, bad policy), ROTA_ENOENT (touch of a
  *   timer that is not pending), ROTA_EAGAIN (max_pending reached),
  *   ROTA_ESHUTDOWN (after stop), ROTA_EDEADLK (see above), ROTA_ENOMEM,
- *   ROTA_ESYS (a thread or clock could not be set up), ROTA_ECORRUPT
- *   (rota_service_check()).
+ *   ROTA_ESYS (a thread or clock could not be set up), ROTA_ENOTSUP (a
+ *   clock this system lacks), ROTA_EFORK (a child's copy, see FORK),
+ *   ROTA_ECORRUPT (rota_service_check()).
  */
 #ifndef ROTA_SERVICE_H
 #define ROTA_SERVICE_H
@@ -237,7 +276,9 @@ struct rota_manual_clock;
 /* A manual clock at `start_ns`.  0, ROTA_EINVAL, ROTA_ENOMEM, ROTA_ESYS. */
 ROTA_API int rota_manual_clock_create(struct rota_manual_clock **out,
                                       uint64_t start_ns);
-/* Free it (NULL is fine).  The service using it must be destroyed first. */
+/* Free it (NULL is fine).  The service using it must be destroyed first.
+ * In a child of fork(), only destroy a manual clock the parent created:
+ * its other functions may wait for a lock a thread of the parent held. */
 ROTA_API void rota_manual_clock_destroy(struct rota_manual_clock *clock);
 /* Fill *out with the function table that reads this clock. */
 ROTA_API void rota_manual_clock_bind(struct rota_manual_clock *clock,
@@ -361,7 +402,8 @@ ROTA_API int rota_service_destroy(struct rota_service *svc);
  * Arm a one-shot timer `delay_ns` from now: fn(svc, event) runs once, no
  * earlier than that, unless it is cancelled first.  The handle goes to *out
  * when it is not NULL.  0, or ROTA_EINVAL (svc or fn NULL), ROTA_EAGAIN,
- * ROTA_ESHUTDOWN, ROTA_ENOMEM.
+ * ROTA_ESHUTDOWN, ROTA_ENOMEM, ROTA_EFORK (in a child of fork(), as every
+ * call that arms, touches, cancels or syncs: see FORK).
  */
 ROTA_API int rota_service_arm(struct rota_service *svc, uint64_t delay_ns,
                               rota_service_fn *fn, void *arg,
@@ -450,7 +492,7 @@ ROTA_API int rota_service_cancel_sync(struct rota_service *svc,
  * callbacks have returned).  Timers that
  * those callbacks arm may need another sync.  For tests on a manual clock:
  * set the time, sync, observe.  0, or ROTA_ESHUTDOWN (stopped: nothing to
- * wait for), ROTA_EDEADLK (from a service thread), ROTA_EINVAL.
+ * wait for), ROTA_EDEADLK (from a service thread), ROTA_EINVAL, ROTA_EFORK.
  */
 ROTA_API int rota_service_sync(struct rota_service *svc);
 
