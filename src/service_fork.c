@@ -20,11 +20,13 @@
  *   one would think (a library's global service, a master that set one up
  *   before deciding to daemonise), so neither "undefined" nor "hangs" is
  *   acceptable; and restarting the copy in the child (new threads,
- *   carrying on the parent's timers) would duplicate every timer and
- *   call pthread_create() in a child of a threaded process, which POSIX
- *   does not allow before exec.  pingora answers the same question with a
- *   pause the caller must remember to make before fork(); here it is
- *   automatic:
+ *   carrying on the parent's timers) would fire every timer in both
+ *   processes, finish no callback that was running at the fork, and start
+ *   threads from inside fork() behind the program's back, in a child
+ *   where POSIX promises only async-signal-safe calls.  A child that
+ *   wants timers creates its own service, knowingly.  pingora answers the
+ *   same question with a pause the caller must remember to make before
+ *   fork(); here it is automatic:
  *
  *   - pthread_atfork() handlers, registered with the first service, take
  *     every live service's shard locks, then its slab lock, then its

@@ -402,6 +402,35 @@ TEST(fork_child_destroys_a_manual_clock_in_use)
     rota_manual_clock_destroy(mc);
 }
 
+/* The planted faults: a child that hangs, and one whose check fails, must
+ * each fail the check the tests above make on every child. */
+TEST(fork_catches_a_hung_or_failing_child)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0)
+        for (;;)
+            pause();
+    if (!CHECK(pid > 0))
+        return;
+    unsigned long mark = h_expect_begin();
+    CHECK(exited_with(reap(pid, 1), 0));
+    CHECK(h_expect_end(mark) > 0);
+
+    pid = fork();
+    if (pid == 0) {
+        unsigned long child_mark = h_failed;
+        CHECK_EQ_INT(ROTA_EFORK, 0); /* a check that fails in the child */
+        child_exit(child_mark);
+    }
+    if (!CHECK(pid > 0))
+        return;
+    mark = h_expect_begin();
+    CHECK(exited_with(reap(pid, 60), 0));
+    CHECK(h_expect_end(mark) > 0);
+}
+
 int main(int argc, char **argv)
 {
     static const struct h_test tests[] = {
@@ -411,6 +440,7 @@ int main(int argc, char **argv)
         H_TEST(fork_in_a_callback_on_the_service_thread),
         H_TEST(fork_in_a_callback_on_a_worker),
         H_TEST(fork_child_destroys_a_manual_clock_in_use),
+        H_TEST(fork_catches_a_hung_or_failing_child),
     };
     return h_main(argc, argv, tests, H_COUNT(tests));
 }

@@ -175,11 +175,16 @@
  *       fork: such a record is lost to the copy, never given out twice);
  *       rota_service_now() and rota_service_stats() work (the counters
  *       may lag by the fires in flight at the fork).
- *   A child that needs timers creates a service of its own.  Why not let
- *   the child run the copy: each pending timer would then fire in both
- *   processes (an idle timeout closing the connection twice, a periodic
- *   job run twice), and starting threads in the child of a threaded
- *   process is outside what POSIX allows before exec.
+ *   A pre-forked worker that needs timers releases the copy (stop, to
+ *   free the args it owns, then destroy) and creates a service of its
+ *   own.  That starts threads, which glibc supports in a child; POSIX
+ *   promises only async-signal-safe calls in the child of a threaded
+ *   process, and ThreadSanitizer enforces that (a child that starts a
+ *   thread dies): where that matters, fork before the first create.  Why
+ *   the copy does not simply carry on in the child: each pending timer
+ *   would fire in both processes (an idle timeout closing the connection
+ *   twice, a periodic job run twice), and a callback running at the fork
+ *   would be half done in the child's copy of its state.
  *   How: handlers installed with pthread_atfork() when the first service
  *   is created hold every service's shard, slab and queue locks across
  *   the fork (arms and cancels on other threads wait for the length of
