@@ -301,11 +301,17 @@ ROTA_API int rota_timer_arm_range(struct rota_wheel *wheel,
  * rota_timer_arm_range() would pick.  So a connection refreshed every few
  * milliseconds with a window of a second keeps its deadline for most
  * refreshes.  The errors of rota_timer_touch(), plus ROTA_EINVAL when
- * earliest > latest.
+ * earliest > latest.  Inline: the case where the deadline is already inside
+ * is a load and compares in the caller; rota_timer_touch_range_noinline()
+ * is the same function out of line.
  */
-ROTA_API int rota_timer_touch_range(struct rota_wheel *wheel,
-                                    struct rota_timer *timer, uint64_t earliest,
-                                    uint64_t latest);
+static inline int rota_timer_touch_range(struct rota_wheel *wheel,
+                                         struct rota_timer *timer,
+                                         uint64_t earliest, uint64_t latest);
+ROTA_API int rota_timer_touch_range_noinline(struct rota_wheel *wheel,
+                                             struct rota_timer *timer,
+                                             uint64_t earliest,
+                                             uint64_t latest);
 
 /*
  * Cancel.  Returns 1 if the timer was pending, 0 if it was not (idle, fired
@@ -533,6 +539,37 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
         return 0;
     }
     return rota_timer_touch_noinline(wheel, timer, deadline);
+}
+
+static inline int rota_timer_touch_range(struct rota_wheel *wheel,
+                                         struct rota_timer *timer,
+                                         uint64_t earliest, uint64_t latest)
+{
+    /* The common cases only: pending here and a window that needs no
+     * clamping; the deadline already inside it (nothing to do, not even a
+     * store) or before it (a touch to the window's pick: a store, as
+     * rota_timer_touch() does).  Everything else goes to
+     * rota_timer_touch_range_noinline(), which has the same contract. */
+    if (wheel != NULL && timer != NULL &&
+        timer->wheel_id_ == (uint32_t)wheel->pending_tags_ &&
+        timer->magic_ == ROTA__TIMER_MAGIC && earliest >= wheel->now_ &&
+        earliest <= latest && latest <= ROTA_MAX_DEADLINE) {
+        uint64_t old = timer->deadline_;
+        if (old >= earliest && old <= latest)
+            return 0;
+#ifdef ROTA__INLINE_PATHS
+        if (old < earliest && earliest > 0) { /* wheel.c: coarsest_in() */
+            unsigned bit =
+                63u - (unsigned)__builtin_clzll((earliest - 1) ^ latest);
+            timer->deadline_ = latest & ~(((uint64_t)1 << bit) - 1);
+            wheel->stats_.touched++;
+            if (old == wheel->earliest_) /* the cached earliest may be gone */
+                wheel->earliest_ = 0;
+            return 0;
+        }
+#endif
+    }
+    return rota_timer_touch_range_noinline(wheel, timer, earliest, latest);
 }
 
 /*

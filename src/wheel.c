@@ -1164,8 +1164,8 @@ int rota_timer_arm_range(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-int rota_timer_touch_range(struct rota_wheel *w, struct rota_timer *t,
-                           uint64_t earliest, uint64_t latest)
+int rota_timer_touch_range_noinline(struct rota_wheel *w, struct rota_timer *t,
+                                    uint64_t earliest, uint64_t latest)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
