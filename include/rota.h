@@ -28,7 +28,7 @@
  *     rotation late and none loses precision to a level's granularity.
  *   - Order: one call fires its timers in deadline order; equal deadlines
  *     fire in the order they were armed.  (A timer pushed later by
- *     rota_timer_touch() is re-filed when its old slot comes due or reaches
+ *     rota_timer_touch_at() is re-filed when its old slot comes due or reaches
  *     the head of the due list; among equal deadlines its place is not
  *     specified.)
  *   - No idle cost: advancing across any stretch with nothing due costs
@@ -132,6 +132,21 @@ ROTA_API const char *rota_strerror(int error);
 /* "MAJOR.MINOR.PATCH" of the library actually linked. */
 ROTA_API const char *rota_version(void);
 
+/* --------------------------------------------------------------- allocator */
+
+/*
+ * Where a component that allocates (rota/keyed.h, rota/service.h) gets its
+ * memory; the core wheel never allocates.  alloc returns a block of `size`
+ * bytes aligned for any object, or NULL; free releases a block alloc
+ * returned, with the size that was asked for.  Both receive `ctx`.  A
+ * component copies this struct when it is created.
+ */
+struct rota_allocator {
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *ptr, size_t size);
+    void *ctx;
+};
+
 /* -------------------------------------------------------------------- time */
 
 /* The latest deadline a timer can have; later ones saturate to it. */
@@ -189,7 +204,7 @@ struct rota_link {
 
 /* Embed in your own object.  All fields are private: use the functions. */
 struct rota_timer {
-    /* private.  What rota_timer_touch() reads and writes comes first, in
+    /* private.  What rota_timer_touch_at() reads and writes comes first, in
      * 16 bytes that never straddle a cache line in an array of timers: a
      * touch misses the cache at most once, and arm writes them in one
      * store. */
@@ -221,16 +236,17 @@ ROTA_API void rota_timer_init(struct rota_timer *timer, rota_timer_fn *fn);
  *
  * Defined inline below: arming an idle timer at a future deadline, the
  * common case, is filed in the caller without a call; every other case goes
- * to rota_timer_arm_noinline(), which has the same contract and is the
+ * to rota_timer_arm_at_noinline(), which has the same contract and is the
  * symbol for bindings that cannot use inline functions.  To move a pending
- * timer later (an activity timeout), rota_timer_touch() is much cheaper. */
-static inline int rota_timer_arm(struct rota_wheel *wheel,
-                                 struct rota_timer *timer, uint64_t deadline);
-ROTA_API int rota_timer_arm_noinline(struct rota_wheel *wheel,
-                                     struct rota_timer *timer,
-                                     uint64_t deadline);
+ * timer later (an activity timeout), rota_timer_touch_at() is much cheaper. */
+static inline int rota_timer_arm_at(struct rota_wheel *wheel,
+                                    struct rota_timer *timer,
+                                    uint64_t deadline);
+ROTA_API int rota_timer_arm_at_noinline(struct rota_wheel *wheel,
+                                        struct rota_timer *timer,
+                                        uint64_t deadline);
 
-/* Arm at the wheel's `now` + `delay` (saturating).  As rota_timer_arm(). */
+/* Arm at the wheel's `now` + `delay` (saturating).  As rota_timer_arm_at(). */
 static inline int rota_timer_arm_in(struct rota_wheel *wheel,
                                     struct rota_timer *timer, uint64_t delay);
 
@@ -243,12 +259,13 @@ static inline int rota_timer_arm_in(struct rota_wheel *wheel,
  * moves the schedule, to now + k * period).  The timer
  * stays pending after each fire until cancelled (a schedule that would pass
  * ROTA_MAX_DEADLINE ends after its last fire).  0, or ROTA_EINVAL (period 0,
- * bad policy) and the errors of rota_timer_arm().
+ * bad policy) and the errors of rota_timer_arm_at().
  */
-ROTA_API int rota_timer_arm_periodic(struct rota_wheel *wheel,
-                                     struct rota_timer *timer,
-                                     uint64_t first_deadline, uint64_t period,
-                                     enum rota_missed missed);
+ROTA_API int rota_timer_arm_periodic_at(struct rota_wheel *wheel,
+                                        struct rota_timer *timer,
+                                        uint64_t first_deadline,
+                                        uint64_t period,
+                                        enum rota_missed missed);
 
 /*
  * Move a pending timer's deadline.  The idle-connection refresh path: when
@@ -261,14 +278,15 @@ ROTA_API int rota_timer_arm_periodic(struct rota_wheel *wheel,
  *
  * Defined inline below (after struct rota_wheel) so that the later-deadline
  * case costs a dozen instructions in the caller, with no call; every other
- * case goes to rota_timer_touch_noinline(), which has the same contract and
+ * case goes to rota_timer_touch_at_noinline(), which has the same contract and
  * is the symbol for bindings that cannot use inline functions.
  */
-static inline int rota_timer_touch(struct rota_wheel *wheel,
-                                   struct rota_timer *timer, uint64_t deadline);
-ROTA_API int rota_timer_touch_noinline(struct rota_wheel *wheel,
-                                       struct rota_timer *timer,
-                                       uint64_t deadline);
+static inline int rota_timer_touch_at(struct rota_wheel *wheel,
+                                      struct rota_timer *timer,
+                                      uint64_t deadline);
+ROTA_API int rota_timer_touch_at_noinline(struct rota_wheel *wheel,
+                                          struct rota_timer *timer,
+                                          uint64_t deadline);
 
 /*
  * Cancel.  Returns 1 if the timer was pending, 0 if it was not (idle, fired
@@ -399,7 +417,7 @@ ROTA_API int rota__arm_empty_slot(struct rota_wheel *wheel,
 
 /* Private: file an idle timer at a deadline later than the wheel's `now`
  * and not inside a slot being cascaded (wheel.c's place_timer() for that
- * case, written here so that rota_timer_arm() needs no call).  A busy
+ * case, written here so that rota_timer_arm_at() needs no call).  A busy
  * slot's occupancy bits and the next-step bound are already right. */
 static inline int rota__arm_fast(struct rota_wheel *wheel,
                                  struct rota_timer *timer, uint64_t deadline)
@@ -425,8 +443,8 @@ static inline int rota__arm_fast(struct rota_wheel *wheel,
 }
 #endif
 
-static inline int rota_timer_arm(struct rota_wheel *wheel,
-                                 struct rota_timer *timer, uint64_t deadline)
+static inline int rota_timer_arm_at(struct rota_wheel *wheel,
+                                    struct rota_timer *timer, uint64_t deadline)
 {
 #ifdef ROTA__INLINE_PATHS
     /* An idle timer, a deadline after now (so not due, nothing to clamp)
@@ -437,7 +455,7 @@ static inline int rota_timer_arm(struct rota_wheel *wheel,
         deadline <= ROTA_MAX_DEADLINE)
         return rota__arm_fast(wheel, timer, deadline);
 #endif
-    return rota_timer_arm_noinline(wheel, timer, deadline);
+    return rota_timer_arm_at_noinline(wheel, timer, deadline);
 }
 
 static inline int rota_timer_arm_in(struct rota_wheel *wheel,
@@ -448,7 +466,7 @@ static inline int rota_timer_arm_in(struct rota_wheel *wheel,
     uint64_t now = wheel->now_;
     uint64_t deadline =
         delay > ROTA_MAX_DEADLINE - now ? ROTA_MAX_DEADLINE : now + delay;
-    return rota_timer_arm(wheel, timer, deadline);
+    return rota_timer_arm_at(wheel, timer, deadline);
 }
 
 static inline int rota_timer_cancel(struct rota_wheel *wheel,
@@ -475,13 +493,14 @@ static inline int rota_timer_cancel(struct rota_wheel *wheel,
     return rota_timer_cancel_noinline(wheel, timer);
 }
 
-static inline int rota_timer_touch(struct rota_wheel *wheel,
-                                   struct rota_timer *timer, uint64_t deadline)
+static inline int rota_timer_touch_at(struct rota_wheel *wheel,
+                                      struct rota_timer *timer,
+                                      uint64_t deadline)
 {
     /* The common case only: a timer pending on this wheel (wheel ids are
      * never 0) moved to a later deadline that needs no clamping.  The timer
      * stays where it is filed; the wheel checks it when its slot comes due.
-     * This mirrors the store path of rota_timer_touch_noinline(). */
+     * This mirrors the store path of rota_timer_touch_at_noinline(). */
     if (wheel != NULL && timer != NULL && timer->wheel_id_ == wheel->id_ &&
         timer->magic_ == ROTA__TIMER_MAGIC && deadline > timer->deadline_ &&
         deadline >= wheel->now_ && deadline <= ROTA_MAX_DEADLINE) {
@@ -492,7 +511,7 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
             wheel->earliest_ = 0;
         return 0;
     }
-    return rota_timer_touch_noinline(wheel, timer, deadline);
+    return rota_timer_touch_at_noinline(wheel, timer, deadline);
 }
 
 /*
@@ -504,7 +523,7 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
  * a clock that does not go back, on a timer that stays pending until it
  * fires and its connection closes.
  *
- * Why it is worth having: rota_timer_touch() must read the timer before it
+ * Why it is worth having: rota_timer_touch_at() must read the timer before it
  * may write it, and on a timer that is not in the cache that read holds up
  * the CPU; a store alone does not (at a million timers, about 3x faster).
  * It writes nothing else, not even the wheel: every extra store waits in
@@ -517,9 +536,9 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
  * earlier deadline fires when the timer's old slot comes due (late), and a
  * store into an idle timer is lost (the timer stays idle).
  */
-static inline void rota_timer_touch_unchecked(struct rota_wheel *wheel,
-                                              struct rota_timer *timer,
-                                              uint64_t deadline)
+static inline void rota_timer_touch_at_unchecked(struct rota_wheel *wheel,
+                                                 struct rota_timer *timer,
+                                                 uint64_t deadline)
 {
     assert(wheel != NULL && timer != NULL &&
            timer->magic_ == ROTA__TIMER_MAGIC &&
@@ -580,7 +599,7 @@ static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
  * of callbacks run in *fired (if not NULL).  Returns 1 if it stopped at a
  * limit with work left (due timers, or timers to file again: call again
  * soon, before sleeping), 0 if nothing due remains, or a negative error.
- * While a cascade is left half done, rota_timer_arm() of a deadline inside
+ * While a cascade is left half done, rota_timer_arm_at() of a deadline inside
  * that slot takes the out-of-line path, to keep tie order.
  */
 ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
@@ -603,7 +622,7 @@ ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
 /*
  * The exact earliest deadline of all pending timers, or ROTA_NEVER when none
  * is pending.  Never later than the true earliest deadline (and earlier only
- * after rota_timer_touch_unchecked() moved the earliest timer, until an
+ * after rota_timer_touch_at_unchecked() moved the earliest timer, until an
  * advance reaches the old deadline).  O(levels) when
  * the answer is cached or the earliest slot holds one deadline; otherwise one
  * pass over the timers of the earliest occupied slot (after finishing a

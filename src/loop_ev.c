@@ -113,7 +113,7 @@ uint64_t rota_ev_wakeups(const struct rota_ev *rw)
     return rw == NULL ? 0 : rw->wakeups_;
 }
 
-void rota_ev_stop(struct rota_ev *rw)
+void rota_ev_close(struct rota_ev *rw)
 {
     if (rw == NULL || !rw->started_)
         return;

@@ -123,7 +123,7 @@ uint64_t rota_event_wakeups(const struct rota_event *rw)
     return rw == NULL ? 0 : rw->wakeups_;
 }
 
-void rota_event_free(struct rota_event *rw)
+void rota_event_close(struct rota_event *rw)
 {
     if (rw == NULL || rw->timer_ == NULL)
         return;

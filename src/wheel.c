@@ -80,7 +80,7 @@
  *     the lowest level.  Its earliest deadline is found by one pass over that
  *     slot (touched timers met on the way are filed where they belong) and
  *     cached until a timer with that deadline fires, moves or is cancelled.
- *     rota_timer_touch_unchecked() moves a deadline without telling the
+ *     rota_timer_touch_at_unchecked() moves a deadline without telling the
  *     wheel, so the cache may then be early, never late: a call that
  *     reaches it takes the full path and forgets it (settle_earliest()).
  *
@@ -688,7 +688,7 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
 
 /*
  * The end of a call that ran peek_due() (`more`: timers are still due).
- * rota_timer_touch_unchecked() moves deadlines without telling the wheel,
+ * rota_timer_touch_at_unchecked() moves deadlines without telling the wheel,
  * so the cached earliest deadline E may be stale: earlier than the truth.
  * It must not stay at or before now, or timeout_ms() would answer 0
  * forever; so a pass that leaves nothing due forgets such an E, and
@@ -1069,10 +1069,10 @@ int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-/* Every case rota_timer_arm() does not file inline: a pending timer, a
+/* Every case rota_timer_arm_at() does not file inline: a pending timer, a
  * deadline at or before now or inside a half-cascaded slot, bad input. */
-int rota_timer_arm_noinline(struct rota_wheel *w, struct rota_timer *t,
-                            uint64_t deadline)
+int rota_timer_arm_at_noinline(struct rota_wheel *w, struct rota_timer *t,
+                               uint64_t deadline)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1081,9 +1081,9 @@ int rota_timer_arm_noinline(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-int rota_timer_arm_periodic(struct rota_wheel *w, struct rota_timer *t,
-                            uint64_t first_deadline, uint64_t period,
-                            enum rota_missed missed)
+int rota_timer_arm_periodic_at(struct rota_wheel *w, struct rota_timer *t,
+                               uint64_t first_deadline, uint64_t period,
+                               enum rota_missed missed)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1095,8 +1095,8 @@ int rota_timer_arm_periodic(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-int rota_timer_touch_noinline(struct rota_wheel *w, struct rota_timer *t,
-                              uint64_t deadline)
+int rota_timer_touch_at_noinline(struct rota_wheel *w, struct rota_timer *t,
+                                 uint64_t deadline)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1259,7 +1259,7 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         FAIL("next_step is later than a due timer");
     if (!w->in_pass_ && w->earliest_ != 0 && w->next_step_ > w->earliest_)
         FAIL("next_step is later than the cached earliest deadline");
-    /* Early is allowed: after rota_timer_touch_unchecked() the cache may
+    /* Early is allowed: after rota_timer_touch_at_unchecked() the cache may
      * hold an old deadline (rota.h); later than a pending deadline never. */
     if (w->earliest_ != 0 && w->earliest_ > earliest)
         FAIL("cached earliest deadline is later than a pending one");

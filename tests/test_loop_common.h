@@ -142,7 +142,8 @@ static void lt_arm_fn(struct lt_timer *x, uint64_t delay_ns, uint64_t tick_ns,
     x->fired_ns = 0;
     x->tick_ns = tick_ns;
     rota_timer_init(&x->t, fn);
-    CHECK(rota_timer_arm(&lt_wheel, &x->t, lt->deadline_after(delay_ns)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &x->t, lt->deadline_after(delay_ns)) ==
+          0);
 }
 
 static void lt_arm(struct lt_timer *x, uint64_t delay_ns, uint64_t tick_ns)
@@ -236,7 +237,7 @@ static void lt_on_spin(struct rota_wheel *w, struct rota_timer *t,
     (void)late;
     lt_spins++;
     if (!lt_io_seen && lt_spins < 1000)
-        rota_timer_arm(w, t, rota_wheel_now(w)); /* due at once, again */
+        rota_timer_arm_at(w, t, rota_wheel_now(w)); /* due at once, again */
 }
 
 static void lt_on_spin_io(int fd, void *arg)
@@ -257,7 +258,8 @@ static void lt_scenario_zero_delay(void)
     lt_io_seen = false;
     CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, lt_pair) == 0);
     rota_timer_init(&lt_spin, lt_on_spin);
-    CHECK(rota_timer_arm(&lt_wheel, &lt_spin, rota_wheel_now(&lt_wheel)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &lt_spin, rota_wheel_now(&lt_wheel)) ==
+          0);
     lt->sync();
     lt->watch(lt_pair[0], lt_on_spin_io, NULL);
     CHECK(write(lt_pair[1], "x", 1) == 1);
@@ -322,8 +324,8 @@ static void lt_on_server_readable(int fd, void *arg)
     ssize_t n = read(fd, b, sizeof b);
     if (n > 0) {
         /* Touch on every read: must never re-arm the loop's timer. */
-        CHECK(rota_timer_touch(&lt_wheel, &c->idle,
-                               lt->deadline_after(LT_IDLE_NS)) == 0);
+        CHECK(rota_timer_touch_at(&lt_wheel, &c->idle,
+                                  lt->deadline_after(LT_IDLE_NS)) == 0);
         lt_touches++;
     }
 }
@@ -370,22 +372,22 @@ static void lt_scenario_idle_kicks(void)
         CHECK(c->server_fd >= 0);
         rota_timer_init(&c->idle, lt_on_idle);
         rota_timer_init(&c->chat, lt_on_chat);
-        CHECK(rota_timer_arm(&lt_wheel, &c->idle,
-                             lt->deadline_after(LT_IDLE_NS)) == 0);
+        CHECK(rota_timer_arm_at(&lt_wheel, &c->idle,
+                                lt->deadline_after(LT_IDLE_NS)) == 0);
         lt->watch(c->server_fd, lt_on_server_readable, c);
         c->last_write_ns = lt_mono_ns();
         CHECK(write(c->client_fd, "h", 1) == 1);
         if (c->chatty) {
             uint64_t first = lt->deadline_after(LT_CHAT_NS);
-            CHECK(rota_timer_arm_periodic(&lt_wheel, &c->chat, first,
-                                          LT_CHAT_NS / LT_KICK_TICK_NS,
-                                          ROTA_MISSED_SKIP) == 0);
+            CHECK(rota_timer_arm_periodic_at(&lt_wheel, &c->chat, first,
+                                             LT_CHAT_NS / LT_KICK_TICK_NS,
+                                             ROTA_MISSED_SKIP) == 0);
         }
     }
     close(ls);
     rota_timer_init(&lt_stop, lt_on_stop);
-    CHECK(rota_timer_arm(&lt_wheel, &lt_stop, lt->deadline_after(LT_RUN_NS)) ==
-          0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &lt_stop,
+                            lt->deadline_after(LT_RUN_NS)) == 0);
     lt->sync();
     lt->run();
 
@@ -434,15 +436,15 @@ static void lt_scenario_sync_rule(void)
     lt->sync();
     CHECK_CMPU(lt->rearms(), ==, base + 1);
     for (int i = 0; i < 100; i++)
-        CHECK(rota_timer_touch(&lt_wheel, &lt_many[i].t,
-                               lt->deadline_after(5000 * LT_MS)) == 0);
+        CHECK(rota_timer_touch_at(&lt_wheel, &lt_many[i].t,
+                                  lt->deadline_after(5000 * LT_MS)) == 0);
     lt->sync();
     for (int i = 50; i < 100; i++)
         CHECK(rota_timer_cancel(&lt_wheel, &lt_many[i].t) == 1);
     lt->sync();
     CHECK_CMPU(lt->rearms(), ==, base + 1);
-    CHECK(rota_timer_arm(&lt_wheel, &lt_many[50].t,
-                         lt->deadline_after(10 * LT_MS)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &lt_many[50].t,
+                            lt->deadline_after(10 * LT_MS)) == 0);
     lt->sync();
     lt->sync();
     CHECK_CMPU(lt->rearms(), ==, base + 2);

@@ -71,7 +71,7 @@ static void v_run(void)
 
 static void v_fini(void)
 {
-    rota_ev_stop(&rw);
+    rota_ev_close(&rw);
     ev_loop_destroy(loop);
     loop = NULL;
 }
@@ -97,7 +97,7 @@ TEST(libev_lifetime)
     CHECK(rota_ev_sync(&rw) == 0);
     CHECK(ev_run(loop, 0) == 0); /* nothing keeps it alive */
     v_fini();
-    rota_ev_stop(&rw); /* twice is fine */
+    rota_ev_close(&rw); /* twice is fine */
 }
 
 static const struct lt_ops ev_ops = {

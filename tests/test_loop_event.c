@@ -77,7 +77,7 @@ static void b_run(void)
 
 static void b_fini(void)
 {
-    rota_event_free(&rw);
+    rota_event_close(&rw);
     event_base_free(base);
     base = NULL;
 }
@@ -103,7 +103,7 @@ TEST(libevent_lifetime)
     CHECK(rota_event_sync(&rw) == 0);
     CHECK(event_base_dispatch(base) == 1); /* no events: returns 1 */
     b_fini();
-    rota_event_free(&rw); /* twice is fine */
+    rota_event_close(&rw); /* twice is fine */
 }
 
 /* libevent's default clock is CLOCK_MONOTONIC_COARSE (a few ms behind),

@@ -19,7 +19,7 @@
  *             int ms;
  *             rota_epoll_wait_ms(&et, &ms);   // 0 on an error: see below
  *             int n = epoll_wait(ep, evs, 64, ms);
- *             ... handle the n events; rota_timer_touch() on every read ...
+ *             ... handle the n events; rota_timer_touch_at() on every read ...
  *             rota_epoll_dispatch(&et);        // after every epoll_wait
  *         }
  *

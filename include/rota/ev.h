@@ -13,9 +13,9 @@
  *     rota_ev_init(&rw, EV_DEFAULT, &wheel, 1000000);   // 1 ms ticks
  *     rota_timer_init(&c->idle, on_idle);
  *     uint64_t idle_ns = 30ull * 1000000000;            // 30 s
- *     rota_timer_arm(&wheel, &c->idle, rota_ev_deadline_after(&rw, idle_ns));
+ *     rota_timer_arm_at(&wheel, &c->idle, rota_ev_deadline_after(&rw, idle_ns));
  *     ... in the read callback:
- *     rota_timer_touch(&wheel, &c->idle, rota_ev_deadline_after(&rw, idle_ns));
+ *     rota_timer_touch_at(&wheel, &c->idle, rota_ev_deadline_after(&rw, idle_ns));
  *     ev_run(EV_DEFAULT, 0);
  *
  * TIME, AND WHY NOT ev_now()
@@ -40,13 +40,13 @@
  *   While the ev_timer is armed it keeps the loop alive, as an ev_timer does;
  *   the prepare watcher does not (it is unref'ed).  When the last timer is
  *   cancelled the ev_timer stays armed (cancel never re-arms): it wakes once
- *   more, finds nothing, and stops.  rota_ev_stop() stops both watchers;
+ *   more, finds nothing, and stops.  rota_ev_close() stops both watchers;
  *   then the struct may be freed.  The wheel is the caller's.
  *
  * CALLBACK CONTEXT
  *   Timer callbacks run from the ev_timer's callback, inside
  *   rota_wheel_advance(): they may use the loop and the wheel freely, except
- *   rota_ev_stop() on this adapter.
+ *   rota_ev_close() on this adapter.
  *
  * THREAD SAFETY
  *   As libev: the adapter, the loop and the wheel belong to one thread.
@@ -106,7 +106,7 @@ ROTA_API uint64_t rota_ev_wakeups(const struct rota_ev *rw);
 
 /* Stop both watchers (the wheel and its timers are left alone).  The struct
  * may be freed afterwards. */
-ROTA_API void rota_ev_stop(struct rota_ev *rw);
+ROTA_API void rota_ev_close(struct rota_ev *rw);
 
 #ifdef __cplusplus
 }

@@ -14,11 +14,11 @@
  *     rota_timer_init(&c->idle, on_idle);
  *     uint64_t idle_ns = 30ull * 1000000000;            // 30 s
  *     uint64_t d = rota_event_deadline_after(&rw, idle_ns);
- *     rota_timer_arm(&wheel, &c->idle, d);
+ *     rota_timer_arm_at(&wheel, &c->idle, d);
  *     rota_event_sync(&rw);                             // after arming
  *     ... in the read callback (a touch needs no sync):
  *     d = rota_event_deadline_after(&rw, idle_ns);      // a fresh reading
- *     rota_timer_touch(&wheel, &c->idle, d);
+ *     rota_timer_touch_at(&wheel, &c->idle, d);
  *     event_base_dispatch(base);
  *
  * WHEN TO CALL rota_event_sync()
@@ -51,13 +51,13 @@
  *   The evtimer, while added, keeps event_base_dispatch() running as any
  *   pending event does.  When the last timer is cancelled it stays added
  *   (cancel never re-arms): it wakes once more, finds nothing, and is not
- *   added again.  rota_event_free() deletes and frees it.  The wheel is the
+ *   added again.  rota_event_close() deletes and frees it.  The wheel is the
  *   caller's.
  *
  * CALLBACK CONTEXT
  *   Timer callbacks run from the evtimer's callback, inside
  *   rota_wheel_advance(): they may use the base and the wheel freely, except
- *   rota_event_free() on this adapter.
+ *   rota_event_close() on this adapter.
  *
  * THREAD SAFETY
  *   As an event_base without locking: one thread.
@@ -116,7 +116,7 @@ ROTA_API uint64_t rota_event_rearms(const struct rota_event *rw);
 ROTA_API uint64_t rota_event_wakeups(const struct rota_event *rw);
 
 /* Delete and free the evtimer (the wheel is left alone).  Idempotent. */
-ROTA_API void rota_event_free(struct rota_event *rw);
+ROTA_API void rota_event_close(struct rota_event *rw);
 
 #ifdef __cplusplus
 }

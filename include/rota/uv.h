@@ -13,9 +13,9 @@
  *     rota_uv_init(&rw, loop, &wheel, 1000000);      // 1 ms ticks
  *     rota_timer_init(&c->idle, on_idle);
  *     uint64_t idle_ns = 30ull * 1000000000;            // 30 s
- *     rota_timer_arm(&wheel, &c->idle, rota_uv_deadline_after(&rw, idle_ns));
+ *     rota_timer_arm_at(&wheel, &c->idle, rota_uv_deadline_after(&rw, idle_ns));
  *     ... in the read callback:
- *     rota_timer_touch(&wheel, &c->idle, rota_uv_deadline_after(&rw, idle_ns));
+ *     rota_timer_touch_at(&wheel, &c->idle, rota_uv_deadline_after(&rw, idle_ns));
  *     uv_run(loop, UV_RUN_DEFAULT);
  *
  * TIME
@@ -120,8 +120,8 @@ ROTA_API int rota_uv_init(struct rota_uv *rw, uv_loop_t *loop,
                           struct rota_wheel *wheel, uint64_t tick_ns);
 
 /* The deadline for an event `delay_ns` nanoseconds from now, in ticks,
- * rounded up from a fresh clock reading: pass it to rota_timer_arm() or
- * rota_timer_touch(). */
+ * rounded up from a fresh clock reading: pass it to rota_timer_arm_at() or
+ * rota_timer_touch_at(). */
 ROTA_API uint64_t rota_uv_deadline_after(const struct rota_uv *rw,
                                          uint64_t delay_ns);
 

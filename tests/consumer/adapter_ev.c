@@ -38,15 +38,15 @@ int main(void)
         return fail("rota_ev_init failed");
     rota_timer_init(&timer, on_timer);
     deadline = rota_ev_deadline_after(&rw, 2000000);
-    if (rota_timer_arm(&wheel, &timer, deadline) != 0)
-        return fail("rota_timer_arm failed");
+    if (rota_timer_arm_at(&wheel, &timer, deadline) != 0)
+        return fail("rota_timer_arm_at failed");
     rota_ev_sync(&rw); /* armed outside the loop */
     ev_run(loop, 0);
     if (fired != 1)
         return fail("the timer did not fire once");
     if (rota_ev_now(&rw) < deadline)
         return fail("the timer fired early");
-    rota_ev_stop(&rw);
+    rota_ev_close(&rw);
     ev_loop_destroy(loop);
     printf("rota %s + libev %d.%d: timer fired once\n", rota_version(),
            ev_version_major(), ev_version_minor());

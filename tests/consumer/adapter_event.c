@@ -38,15 +38,15 @@ int main(void)
         return fail("rota_event_init failed");
     rota_timer_init(&timer, on_timer);
     deadline = rota_event_deadline_after(&rw, 2000000);
-    if (rota_timer_arm(&wheel, &timer, deadline) != 0)
-        return fail("rota_timer_arm failed");
+    if (rota_timer_arm_at(&wheel, &timer, deadline) != 0)
+        return fail("rota_timer_arm_at failed");
     rota_event_sync(&rw); /* after an arm */
     event_base_dispatch(base);
     if (fired != 1)
         return fail("the timer did not fire once");
     if (rota_event_now(&rw) < deadline)
         return fail("the timer fired early");
-    rota_event_free(&rw);
+    rota_event_close(&rw);
     event_base_free(base);
     printf("rota %s + libevent %s: timer fired once\n", rota_version(),
            event_get_version());

@@ -39,8 +39,8 @@ int main(void)
         return fail("rota_uv_init failed");
     rota_timer_init(&timer, on_timer);
     deadline = rota_uv_deadline_after(&rw, 2000000);
-    if (rota_timer_arm(&wheel, &timer, deadline) != 0)
-        return fail("rota_timer_arm failed");
+    if (rota_timer_arm_at(&wheel, &timer, deadline) != 0)
+        return fail("rota_timer_arm_at failed");
     rota_uv_sync(&rw); /* armed outside the loop */
     uv_run(&loop, UV_RUN_DEFAULT);
     if (fired != 1)
