@@ -7,6 +7,7 @@
 #define ROTA_LOOP_COMMON_H
 
 #include "rota.h"
+#include "rota/clock.h"
 
 #include <stdint.h>
 
@@ -16,6 +17,20 @@ static inline uint64_t loop_ticks_to_ns(uint64_t ticks, uint64_t tick_ns)
     if (ticks != 0 && tick_ns > UINT64_MAX / ticks)
         return UINT64_MAX;
     return ticks * tick_ns;
+}
+
+/*
+ * What every adapter's init accepts: a wheel that went through
+ * rota_wheel_init() (the caller owns the wheel and its time; a wheel's id
+ * is never 0 once initialised, so a zeroed wheel, such as a static one
+ * nobody initialised, is refused rather than used) and an initialised
+ * clock (a tick of 0 ns means rota_clock_init() never ran).
+ */
+static inline bool loop_can_bind(const struct rota_wheel *wheel,
+                                 const struct rota_clock *clock)
+{
+    return wheel != NULL && clock != NULL && wheel->id_ != 0 &&
+           rota_clock_ns(clock, 1) != 0;
 }
 
 /* The wheel's count of arms and earlier touches (rota_stats.armed): when it

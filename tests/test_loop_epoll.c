@@ -106,7 +106,11 @@ static void epoll_object(unsigned flags)
     CHECK(rota_epoll_dispatch(NULL) == ROTA_EINVAL);
 
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    static struct rota_wheel zeroed; /* never initialised */
+    struct rota_clock no_clock = {0};
+    CHECK(rota_epoll_init(&et, &zeroed, &clk, flags) == ROTA_EINVAL);
     rota_wheel_init(&w, rota_clock_now(&clk));
+    CHECK(rota_epoll_init(&et, &w, &no_clock, flags) == ROTA_EINVAL);
     CHECK(rota_epoll_init(&et, &w, &clk, 99) == ROTA_EINVAL);
     CHECK(rota_epoll_init(&et, &w, &clk, flags) == 0);
     CHECK(tfd ? rota_epoll_fd(&et) >= 0 : rota_epoll_fd(&et) == -1);
@@ -222,12 +226,11 @@ static struct {
     void *arg;
 } watches[MAX_FD];
 
-static void e_init(struct rota_wheel *wheel, uint64_t tick_ns)
+static void e_init(struct rota_wheel *wheel, const struct rota_clock *clock)
 {
     ep = epoll_create1(EPOLL_CLOEXEC);
     CHECK(ep >= 0);
-    CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, tick_ns) == 0);
-    rota_wheel_init(wheel, rota_clock_now(&clk));
+    clk = *clock;
     nwatched = 0;
     CHECK(rota_epoll_init(&et, wheel, &clk, et_flags) == 0);
     if (rota_epoll_fd(&et) >= 0) {

@@ -28,13 +28,17 @@ int main(void)
 {
     static struct rota_wheel wheel;
     static struct rota_event rw;
+    struct rota_clock clock;
     struct rota_timer timer;
     struct event_base *base = event_base_new();
     uint64_t deadline;
 
     if (base == NULL)
         return fail("event_base_new failed");
-    if (rota_event_init(&rw, base, &wheel, 1000000) != 0)
+    if (rota_clock_init(&clock, ROTA_CLOCK_MONOTONIC, 1000000) != 0 ||
+        rota_wheel_init(&wheel, rota_clock_now(&clock)) != 0)
+        return fail("rota_clock_init or rota_wheel_init failed");
+    if (rota_event_init(&rw, base, &wheel, &clock) != 0)
         return fail("rota_event_init failed");
     rota_timer_init(&timer, on_timer);
     deadline = rota_event_deadline_after(&rw, 2000000);
