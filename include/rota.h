@@ -670,8 +670,9 @@ ROTA_API int rota_wheel_drain(struct rota_wheel *wheel,
 /*
  * Check every internal invariant (each timer sits in the slot its deadline
  * implies, bitmaps agree with lists, counts agree).  O(timers).  For tests
- * and debugging.  0 or ROTA_ECORRUPT; when `why` is not NULL it receives a
- * static description of the first violation found.
+ * and debugging.  0, ROTA_EINVAL (wheel NULL) or ROTA_ECORRUPT; on an
+ * error, when `why` is not NULL it receives a static description (of the
+ * first violation found, for ROTA_ECORRUPT).
  */
 ROTA_API int rota_wheel_check(const struct rota_wheel *wheel, const char **why);
 

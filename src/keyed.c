@@ -1044,8 +1044,11 @@ int rota_keyed_check(const struct rota_keyed *m, const char **why)
 {
     const char *wheel_why = NULL;
 
-    if (m == NULL)
-        FAIL("NULL map");
+    if (m == NULL) {
+        if (why != NULL)
+            *why = "NULL map";
+        return ROTA_EINVAL; /* a bad argument, not a corrupt map */
+    }
     struct census c = {0, 0, sizeof *m + m->held};
     if (m->cur.size == 0 && (m->count != 0 || resizing(m)))
         FAIL("entries or a resize without a table");

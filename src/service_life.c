@@ -463,7 +463,7 @@ int rota_service_check(struct rota_service *svc, const char **why)
     int rc;
 
     if (why != NULL)
-        *why = NULL;
+        *why = svc == NULL ? "NULL service" : NULL;
     if (svc == NULL)
         return ROTA_EINVAL;
     if (rota__service_tl_svc == svc)

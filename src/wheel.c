@@ -1211,8 +1211,11 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
 {
     uint64_t count = 0, earliest = ROTA_NEVER;
 
-    if (w == NULL)
-        FAIL("NULL wheel");
+    if (w == NULL) {
+        if (why != NULL)
+            *why = "NULL wheel";
+        return ROTA_EINVAL; /* a bad argument, not a corrupt wheel */
+    }
     uint64_t budget = pending_count(w) + 1;
     if (w->cur_ > w->now_)
         FAIL("cur is after now");

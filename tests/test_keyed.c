@@ -127,7 +127,10 @@ static void test_invalid_arguments(void)
     CHECK_EQ_INT(rota_keyed_drain(map, NULL, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_keyed_drain(NULL, record, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_keyed_count(map), 0);
-    CHECK(rota_keyed_check(NULL, NULL) == ROTA_ECORRUPT);
+    CHECK_EQ_INT(rota_keyed_check(NULL, NULL), ROTA_EINVAL);
+    const char *why = NULL;
+    CHECK_EQ_INT(rota_keyed_check(NULL, &why), ROTA_EINVAL);
+    CHECK(why != NULL);
     rota_keyed_destroy(map);
 }
 

@@ -48,6 +48,9 @@ static void test_create_errors(void)
         rota_service_touch_in(NULL, (struct rota_service_handle){0, 1, 1}, 1),
         ROTA_EINVAL);
     CHECK_EQ_INT(rota_service_check(NULL, NULL), ROTA_EINVAL);
+    const char *why = NULL;
+    CHECK_EQ_INT(rota_service_check(NULL, &why), ROTA_EINVAL);
+    CHECK(why != NULL);
     CHECK_EQ_INT(rota_service_now(NULL), 0);
     rota_service_stats(NULL, NULL);
 

@@ -273,7 +273,8 @@ ROTA_API void rota_keyed_stats(const struct rota_keyed *map,
  * Check every invariant: each entry reachable from its home slot, counts,
  * memory accounting, each deadline armed on the wheel, and the wheel's own
  * (rota_wheel_check()).  O(entries + slots).  For tests and debugging.
- * 0 or ROTA_ECORRUPT, with a static description in *why when not NULL.
+ * 0, ROTA_EINVAL (map NULL) or ROTA_ECORRUPT, with a static description
+ * in *why when not NULL.
  */
 ROTA_API int rota_keyed_check(const struct rota_keyed *map, const char **why);
 

@@ -461,7 +461,7 @@ ROTA_API void rota_service_stats(struct rota_service *svc,
  * service is stopped.  Requires a quiet service: no other thread calling
  * in, no callback running.  O(records).  For tests and debugging.  0 or
  * ROTA_ECORRUPT (with a static description in *why when not NULL),
- * ROTA_EDEADLK, ROTA_EINVAL.
+ * ROTA_EDEADLK, ROTA_EINVAL (svc NULL; *why says so).
  */
 ROTA_API int rota_service_check(struct rota_service *svc, const char **why);
 
