@@ -7,9 +7,10 @@
  * with the simulated tick as its time; one node per timer = a bare struct
  * rota_timer in one array, its id being its index there (as a server's
  * array of connections would use it: the callback finds the array from the
- * wheel with rota_container_of, so no id field is stored).  arm = rota_timer_arm_at, cancel =
- * rota_timer_cancel, advance = rota_wheel_advance, periodic =
- * rota_timer_arm_periodic_at (ROTA_MISSED_SKIP; never late here anyway).
+ * wheel with rota_container_of, so no id field is stored).  arm =
+ * rota_timer_arm_at, cancel = rota_timer_cancel, advance =
+ * rota_wheel_advance, periodic = rota_timer_arm_periodic_at
+ * (ROTA_MISSED_SKIP; never late here anyway).
  * Three variants differ only in W2's re-arm:
  *   "rota"        uses rota_timer_touch_at, the refresh rota.h tells users to
  *                 write (checks the timer, then a later deadline is a

@@ -20,6 +20,24 @@
  *   the event in rota_stats.clock_backwards and fires nothing.  A `now` above
  *   ROTA_MAX_DEADLINE is read as ROTA_MAX_DEADLINE (UINT64_MAX means "never").
  *
+ * NAMES FOR TIME (one rule for every rota component)
+ *   A function that is given one point in time for a timer says in its name
+ *   which kind: `_at` takes an absolute deadline, `_in` a delay counted from
+ *   the component's now.  Here: rota_timer_arm_at(), rota_timer_touch_at(),
+ *   rota_timer_arm_periodic_at() (its first deadline) and
+ *   rota_timer_arm_in() (from the wheel's `now`).  In rota/service.h arm,
+ *   periodic arm and touch come in both kinds (rota_service_arm_at(),
+ *   rota_service_arm_in(), ...; `_in` counts from the service clock's time
+ *   when the call reads it), in rota/keyed.h set and move do
+ *   (rota_keyed_set_in() counts from the map's now).  No arm, touch, set or
+ *   move function takes a time without the suffix, so code written for
+ *   another convention fails to build (an undeclared function, then an
+ *   undefined symbol) instead of arming at the wrong time.  Functions given the current time are named for what
+ *   they do with it and take it as `now` (rota_wheel_init(),
+ *   rota_wheel_advance(), rota_keyed_advance()); the adapters'
+ *   *_deadline_after(delay) compute a deadline to pass to an `_at`
+ *   function.  Periods are always relative (`period`).
+ *
  * GUARANTEES
  *   - Never early: a timer fires only in an advance() or expire() call whose
  *     `now` is at or after its deadline.
@@ -330,7 +348,7 @@ ROTA_API uint64_t rota_timer_deadline(const struct rota_timer *timer);
 
 /* Counters since rota_wheel_init(); read them with rota_wheel_stats(). */
 struct rota_stats {
-    uint64_t armed;     /* arm, arm_in, arm_periodic and earlier touches */
+    uint64_t armed;     /* arm_at, arm_in, arm_periodic_at, earlier touches */
     uint64_t fired;     /* callbacks run plus timers handed to expire() */
     uint64_t cancelled; /* cancels that found the timer pending */
     uint64_t touched;   /* touches that moved a deadline later */

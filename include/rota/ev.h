@@ -33,13 +33,13 @@
  *
  * TIME, AND WHY NOT ev_now()
  *   The wheel's ticks are those of the clock passed to rota_ev_init().
- *   libev's cached time ev_now() is the wall clock (libev's monotonic time plus an
- *   offset it re-reads when it notices the wall clock jump), and libev's
- *   monotonic time is not public: a wheel running on ev_now() would see
- *   every deadline move when the system clock is stepped, and kick every idle
- *   connection at once after a forward step.  So the adapter reads its
- *   clock once per wake-up to advance the wheel (CLOCK_MONOTONIC: about
- *   20-40 ns, no system call), the time line of libev's own ev_timer.
+ *   libev's cached time ev_now() is the wall clock (libev's monotonic time
+ *   plus an offset it re-reads when it notices the wall clock jump), and
+ *   libev's monotonic time is not public: a wheel running on ev_now() would
+ *   see every deadline move when the system clock is stepped, and kick
+ *   every idle connection at once after a forward step.  So the adapter
+ *   reads its clock once per wake-up to advance the wheel (CLOCK_MONOTONIC:
+ *   about 20-40 ns, no system call), the time line of libev's own ev_timer.
  *   Deadlines come from rota_ev_deadline_after(): a fresh reading, rounded
  *   up, so a timer never fires early.
  *

@@ -50,8 +50,9 @@
  *   The wheel's ticks are those of the clock passed to rota_event_init(),
  *   read once per wake-up.  libevent's cached time
  *   (event_base_gettimeofday_cached()) is the wall clock, which may be
- *   stepped; its monotonic time is private.  Deadlines come from rota_event_deadline_after(): a fresh reading, rounded
- *   up, so a timer never fires early.
+ *   stepped; its monotonic time is private.  Deadlines come from
+ *   rota_event_deadline_after(): a fresh reading, rounded up, so a timer
+ *   never fires early.
  *
  * PRECISION
  *   By default libevent runs its timers on CLOCK_MONOTONIC_COARSE, which

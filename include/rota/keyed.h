@@ -25,10 +25,11 @@
  *
  * TIME
  *   The map owns a rota wheel (rota.h) and reads no clock: the caller passes
- *   `now` in ticks to rota_keyed_advance(), as to the wheel.  The `_at`
- *   functions take an absolute deadline; the others take a time to live
- *   counted from the map's now (the latest `now` given to advance), adding
- *   with saturation.  ROTA_NEVER as a deadline or a ttl means "no expiry".
+ *   `now` in ticks to rota_keyed_advance(), as to the wheel.  Names follow
+ *   rota.h's rule (NAMES FOR TIME): the `_at` functions take an absolute
+ *   deadline; the `_in` functions take a time to live counted from the
+ *   map's now (the latest `now` given to advance), adding with
+ *   saturation.  ROTA_NEVER as a deadline or a ttl means "no expiry".
  *   A deadline at or before now (a ttl of 0) makes the entry due: it expires
  *   in the next advance, never inside the set or move that made it due.
  *   An entry lives until an advance collects it: one whose deadline has

@@ -30,7 +30,8 @@
  *   unless the config gives another).  The wheel runs on ticks of
  *   `tick_ns` (default 1 us): a deadline is rounded up to a whole tick, so a
  *   timer never fires before the clock has reached the time asked for, and
- *   fires at most one tick plus scheduling delay after it.  A delay is
+ *   fires at most one tick plus scheduling delay after it.  Names follow
+ *   rota.h's rule (NAMES FOR TIME): the `_in` functions take a delay,
  *   counted from the clock's time when the call reads it; the `_at`
  *   functions take an absolute deadline (rota_service_now() gives the
  *   clock's time).  Sums saturate: a huge delay means "practically never",
