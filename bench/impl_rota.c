@@ -7,27 +7,28 @@
  * with the simulated tick as its time; one node per timer = a bare struct
  * rota_timer in one array, its id being its index there (as a server's
  * array of connections would use it: the callback finds the array from the
- * wheel with rota_container_of, so no id field is stored).  arm = rota_timer_arm, cancel =
- * rota_timer_cancel, advance = rota_wheel_advance, periodic =
- * rota_timer_arm_periodic (ROTA_MISSED_SKIP; never late here anyway).
+ * wheel with rota_container_of, so no id field is stored).  arm =
+ * rota_timer_arm_at, cancel = rota_timer_cancel, advance =
+ * rota_wheel_advance, periodic = rota_timer_arm_periodic_at
+ * (ROTA_MISSED_SKIP; never late here anyway).
  * Three variants differ only in W2's re-arm:
- *   "rota"        uses rota_timer_touch, the refresh rota.h tells users to
+ *   "rota"        uses rota_timer_touch_at, the refresh rota.h tells users to
  *                 write (checks the timer, then a later deadline is a
  *                 store; the timer is re-filed when its old slot comes due);
  *                 W7 refreshes the same way and advances with
  *                 rota_wheel_advance_max();
- *   "rota-arm"    re-arms with rota_timer_arm (moves the timer at once);
- *   "rota-store"  uses rota_timer_touch_unchecked, the one-store touch,
+ *   "rota-arm"    re-arms with rota_timer_arm_at (moves the timer at once);
+ *   "rota-store"  uses rota_timer_touch_at_unchecked, the one-store touch,
  *                 whose preconditions W2 keeps as a server would: every
  *                 timer stays pending (an expiry re-arms it, with
- *                 rota_timer_arm since a one-shot is idle in its callback:
+ *                 rota_timer_arm_at since a one-shot is idle in its callback:
  *                 the adapter knows when it is inside one) and each new
  *                 deadline, now + 30000, is at least the old one.
  *   "rota-slack"  W7 with timer slack: an idle timeout of 30 s +- 1 s.
  *                 Every deadline d the workload asks for becomes the window
- *                 [d - 1000, d + 1000]: rota_timer_touch_range() to refresh
+ *                 [d - 1000, d + 1000]: rota_timer_touch_range_at() to refresh
  *                 (nothing is stored while the deadline is inside the new
- *                 window), rota_timer_arm_range() to arm.  Its kicks fire
+ *                 window), rota_timer_arm_range_at() to arm.  Its kicks fire
  *                 at other ticks than the exact implementations', so it is
  *                 not cross-checked with them; instead every pick is
  *                 checked to lie in its window, and every fire to come in
@@ -88,9 +89,9 @@ static void destroy(void *impl)
 static void arm(void *impl, uint32_t id, uint64_t deadline)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_arm(&r->wheel, &r->nodes[id], deadline);
+    int rc = rota_timer_arm_at(&r->wheel, &r->nodes[id], deadline);
     if (rc != 0)
-        bench_die("rota_timer_arm: %s", rota_strerror(rc));
+        bench_die("rota_timer_arm_at: %s", rota_strerror(rc));
 }
 
 static void cancel(void *impl, uint32_t id)
@@ -104,11 +105,11 @@ static void cancel(void *impl, uint32_t id)
 static void touch(void *impl, uint32_t id, uint64_t deadline)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_touch(&r->wheel, &r->nodes[id], deadline);
+    int rc = rota_timer_touch_at(&r->wheel, &r->nodes[id], deadline);
     if (rc == ROTA_ENOENT) /* it just fired: touch-or-arm, as a user would */
-        rc = rota_timer_arm(&r->wheel, &r->nodes[id], deadline);
+        rc = rota_timer_arm_at(&r->wheel, &r->nodes[id], deadline);
     if (rc != 0)
-        bench_die("rota_timer_touch: %s", rota_strerror(rc));
+        bench_die("rota_timer_touch_at: %s", rota_strerror(rc));
 }
 
 static void touch_unchecked(void *impl, uint32_t id, uint64_t deadline)
@@ -117,17 +118,17 @@ static void touch_unchecked(void *impl, uint32_t id, uint64_t deadline)
     if (r->in_callback) /* the timer firing now is idle: arm it again */
         arm(impl, id, deadline);
     else
-        rota_timer_touch_unchecked(&r->wheel, &r->nodes[id], deadline);
+        rota_timer_touch_at_unchecked(&r->wheel, &r->nodes[id], deadline);
 }
 
 static void arm_periodic(void *impl, uint32_t id, uint64_t first,
                          uint64_t period)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_arm_periodic(&r->wheel, &r->nodes[id], first, period,
-                                     ROTA_MISSED_SKIP);
+    int rc = rota_timer_arm_periodic_at(&r->wheel, &r->nodes[id], first, period,
+                                        ROTA_MISSED_SKIP);
     if (rc != 0)
-        bench_die("rota_timer_arm_periodic: %s", rota_strerror(rc));
+        bench_die("rota_timer_arm_periodic_at: %s", rota_strerror(rc));
 }
 
 static void advance(void *impl, uint64_t now)
@@ -208,9 +209,9 @@ static void slack_arm(void *impl, uint32_t id, uint64_t deadline)
 {
     struct rota_impl *r = impl;
     uint64_t lo = deadline - SLACK, hi = deadline + SLACK; /* no wrap here */
-    int rc = rota_timer_arm_range(&r->wheel, &r->nodes[id], lo, hi);
+    int rc = rota_timer_arm_range_at(&r->wheel, &r->nodes[id], lo, hi);
     if (rc != 0)
-        bench_die("rota_timer_arm_range: %s", rota_strerror(rc));
+        bench_die("rota_timer_arm_range_at: %s", rota_strerror(rc));
     check_pick(&r->nodes[id], lo, hi);
 }
 
@@ -218,11 +219,11 @@ static void slack_touch(void *impl, uint32_t id, uint64_t deadline)
 {
     struct rota_impl *r = impl;
     uint64_t lo = deadline - SLACK, hi = deadline + SLACK;
-    int rc = rota_timer_touch_range(&r->wheel, &r->nodes[id], lo, hi);
+    int rc = rota_timer_touch_range_at(&r->wheel, &r->nodes[id], lo, hi);
     if (rc == ROTA_ENOENT) /* it was kicked: arm it again */
-        rc = rota_timer_arm_range(&r->wheel, &r->nodes[id], lo, hi);
+        rc = rota_timer_arm_range_at(&r->wheel, &r->nodes[id], lo, hi);
     if (rc != 0)
-        bench_die("rota_timer_touch_range: %s", rota_strerror(rc));
+        bench_die("rota_timer_touch_range_at: %s", rota_strerror(rc));
     check_pick(&r->nodes[id], lo, hi);
 }
 
