@@ -179,7 +179,7 @@ static void epoll_case(void)
     /* It works: a timer 20 ms ahead wakes the loop, never early. */
     rota_timer_init(&t, NULL);
     uint64_t deadline = rota_clock_deadline_after(&c, 20000000);
-    CHECK_EQ_INT(rota_timer_arm(&w, &t, deadline), 0);
+    CHECK_EQ_INT(rota_timer_arm_at(&w, &t, deadline), 0);
     int ms;
     CHECK_EQ_INT(rota_epoll_wait_ms(&et, &ms), 0);
     CHECK_EQ_INT(ms, -1);

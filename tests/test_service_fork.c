@@ -100,7 +100,8 @@ static void *producer(void *arg)
         for (int i = 0; i < 64; i++) {
             uint64_t delay = (h_rand(&seed) % 3 == 0) ? h_rand(&seed) % ST_MS
                                                       : 10 * ST_S + i * ST_MS;
-            if (rota_service_arm(ld->svc, delay, on_oneshot, NULL, &h[i]) != 0)
+            if (rota_service_arm_in(ld->svc, delay, on_oneshot, NULL, &h[i]) !=
+                0)
                 h[i] = (struct rota_service_handle){0, 0, 0};
         }
         for (int i = 0; i < 64; i++)
@@ -146,16 +147,17 @@ static void child_side(struct rota_service *svc, unsigned workers,
     const char *why = NULL;
 
     long periodic_before = atomic_load(&periodic_runs);
-    CHECK_EQ_INT(rota_service_arm(svc, ST_MS, on_oneshot, NULL, &h),
+    CHECK_EQ_INT(rota_service_arm_in(svc, ST_MS, on_oneshot, NULL, &h),
                  ROTA_EFORK);
     CHECK_EQ_INT(rota_service_arm_at(svc, 0, on_oneshot, NULL, &h), ROTA_EFORK);
-    CHECK_EQ_INT(rota_service_arm_periodic(svc, ST_MS, ST_MS, ROTA_MISSED_SKIP,
-                                           on_periodic, NULL, &h),
+    CHECK_EQ_INT(rota_service_arm_periodic_in(svc, ST_MS, ST_MS,
+                                              ROTA_MISSED_SKIP, on_periodic,
+                                              NULL, &h),
                  ROTA_EFORK);
     CHECK_EQ_INT(rota_service_arm_periodic_at(svc, 0, ST_MS, ROTA_MISSED_SKIP,
                                               on_periodic, NULL, &h),
                  ROTA_EFORK);
-    CHECK_EQ_INT(rota_service_touch(svc, one, ST_S), ROTA_EFORK);
+    CHECK_EQ_INT(rota_service_touch_in(svc, one, ST_S), ROTA_EFORK);
     CHECK_EQ_INT(rota_service_touch_at(svc, one, 0), ROTA_EFORK);
     CHECK_EQ_INT(rota_service_try_cancel(svc, one), ROTA_EFORK);
     CHECK_EQ_INT(rota_service_cancel_sync(svc, one), ROTA_EFORK);
@@ -182,7 +184,7 @@ static void child_side(struct rota_service *svc, unsigned workers,
     CHECK_EQ_INT(hb.argsum, LONG_TIMERS * (LONG_TIMERS - 1) / 2);
     CHECK_EQ_INT(rota_service_stop(svc, count_handback, &hb), 0);
     CHECK_EQ_INT(rota_service_check(svc, &why), 0);
-    CHECK_EQ_INT(rota_service_arm(svc, ST_MS, on_oneshot, NULL, &h),
+    CHECK_EQ_INT(rota_service_arm_in(svc, ST_MS, on_oneshot, NULL, &h),
                  ROTA_EFORK);
     st_sleep_ns(20 * ST_MS);
     CHECK_EQ_INT(atomic_load(&periodic_runs), periodic_before);
@@ -193,8 +195,8 @@ static void child_side(struct rota_service *svc, unsigned workers,
         struct rota_service *mine;
         if (CHECK_EQ_INT(rota_service_create(&mine, NULL), 0)) {
             long before = atomic_load(&oneshot_runs);
-            CHECK_EQ_INT(rota_service_arm(mine, ST_MS, on_oneshot, NULL, NULL),
-                         0);
+            CHECK_EQ_INT(
+                rota_service_arm_in(mine, ST_MS, on_oneshot, NULL, NULL), 0);
             ST_WAIT_FOR(atomic_load(&oneshot_runs) > before, 10 * ST_S);
             CHECK(atomic_load(&oneshot_runs) > before);
             CHECK_EQ_INT(rota_service_destroy(mine), 0);
@@ -220,13 +222,13 @@ static void fork_under_load(unsigned workers, int forks, bool new_service)
         return;
     for (int i = 0; i < LONG_TIMERS; i++) {
         long_arg[i] = i;
-        CHECK_EQ_INT(rota_service_arm(svc, 3600 * ST_S + (uint64_t)i * ST_S,
-                                      on_oneshot, &long_arg[i], &longs[i]),
+        CHECK_EQ_INT(rota_service_arm_in(svc, 3600 * ST_S + (uint64_t)i * ST_S,
+                                         on_oneshot, &long_arg[i], &longs[i]),
                      0);
     }
-    CHECK_EQ_INT(rota_service_arm_periodic(svc, 0, 200 * ST_US,
-                                           ROTA_MISSED_SKIP, on_periodic, NULL,
-                                           &tick),
+    CHECK_EQ_INT(rota_service_arm_periodic_in(svc, 0, 200 * ST_US,
+                                              ROTA_MISSED_SKIP, on_periodic,
+                                              NULL, &tick),
                  0);
     ld.svc = svc;
     atomic_init(&ld.stop, false);
@@ -313,7 +315,7 @@ static void on_fork(struct rota_service *svc,
     pid_t pid = fork();
     if (pid == 0) {
         int rc[2];
-        rc[0] = rota_service_arm(svc, ST_MS, on_oneshot, NULL, NULL);
+        rc[0] = rota_service_arm_in(svc, ST_MS, on_oneshot, NULL, NULL);
         rc[1] = rota_service_destroy(svc); /* from its own callback */
         if (write(fork_pipe[1], rc, sizeof rc) != (ssize_t)sizeof rc)
             _exit(3);
@@ -334,10 +336,10 @@ static void fork_in_callback(unsigned workers)
         return;
     atomic_store(&fork_pid, 0);
     long before = atomic_load(&periodic_runs);
-    CHECK_EQ_INT(rota_service_arm_periodic(svc, 0, ST_MS, ROTA_MISSED_SKIP,
-                                           on_periodic, NULL, NULL),
+    CHECK_EQ_INT(rota_service_arm_periodic_in(svc, 0, ST_MS, ROTA_MISSED_SKIP,
+                                              on_periodic, NULL, NULL),
                  0);
-    CHECK_EQ_INT(rota_service_arm(svc, ST_MS, on_fork, NULL, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(svc, ST_MS, on_fork, NULL, NULL), 0);
     ST_WAIT_FOR(atomic_load(&fork_pid) != 0, 10 * ST_S);
     pid_t pid = atomic_load(&fork_pid);
     if (CHECK(pid > 0)) {
@@ -381,7 +383,7 @@ TEST(fork_child_destroys_a_manual_clock_in_use)
     cfg.clock = &table;
     if (!CHECK_EQ_INT(rota_service_create(&svc, &cfg), 0))
         return;
-    CHECK_EQ_INT(rota_service_arm(svc, ST_S, on_oneshot, NULL, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(svc, ST_S, on_oneshot, NULL, NULL), 0);
     ST_WAIT_FOR(rota_manual_clock_sleeping(mc, NULL), 10 * ST_S);
     CHECK(rota_manual_clock_sleeping(mc, NULL));
     pid_t pid = fork();
