@@ -710,8 +710,8 @@ typedef int rota_visit_fn(struct rota_wheel *wheel, struct rota_timer *timer,
  * What the visitor may do: read anything (rota_timer_deadline(),
  * rota_timer_remaining(), rota_timer_pending(), the object that embeds the
  * timer, rota_wheel_now(), rota_wheel_count(), rota_wheel_stats(),
- * rota_wheel_check()), and cancel the timer it is visiting (rota_timer_
- * cancel(); then free it if it wants).  Nothing else may change this wheel
+ * rota_wheel_check()), and cancel the timer it is visiting with
+ * rota_timer_cancel() (and then free it).  Nothing else may change this wheel
  * until the walk returns: no arm, touch, relocate or cancel of another of
  * its timers, no rota_wheel_next_deadline() or rota_wheel_timeout_ms()
  * (they may file timers again).  The walk would miss timers, visit some
