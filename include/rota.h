@@ -706,7 +706,9 @@ ROTA_API int rota_wheel_check(const struct rota_wheel *wheel, const char **why);
  *      the wheel's `now`, or 0 when it is already due (a deadline at or
  *      before `now` that the next advance() will fire: armed for `now`, or
  *      left by a call that stopped at its limit).  A periodic timer counts
- *      to its next fire; a timer moved by a touch, to its new deadline.
+ *      to its next fire; a timer moved by a touch, to its new deadline; a
+ *      timer armed with a window (rota_timer_arm_range()), to the deadline
+ *      the wheel picked in it.
  *   0  the timer is not pending (never armed, fired, cancelled, drained; a
  *      one-shot inside its own callback); *ticks is 0.
  *   ROTA_EINVAL (wheel, timer or ticks NULL), ROTA_EUNINIT, or
