@@ -69,6 +69,11 @@ TEST(remaining_pending_due_idle)
     CHECK_EQ_U64(left(&a.timer, 0), 0); /* cancelled */
     rota_timer_arm(&wheel, &a.timer, ROTA_MAX_DEADLINE);
     CHECK_EQ_U64(left(&a.timer, 1), ROTA_MAX_DEADLINE - 1300);
+    /* A window: to the deadline the wheel picked (1536, the multiple of
+     * the largest power of two in [1400, 1700]). */
+    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &a.timer, 1400, 1700), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&a.timer), 1536);
+    CHECK_EQ_U64(left(&a.timer, 1), 1536 - 1300);
 }
 
 TEST(remaining_periodic_counts_to_next_fire)
