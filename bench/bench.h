@@ -73,8 +73,15 @@ struct bench_impl {
     bool (*advance_max)(void *impl, uint64_t now, size_t limit);
     /* The library version actually linked, or NULL (in-tree baselines). */
     const char *(*version)(void);
+    /* NULL for an exact implementation.  Otherwise it fires within a window
+     * of its own (timer slack) and checks that bound itself; this says how,
+     * and the cross-check against exact implementations skips it. */
+    const char *inexact;
     /* NULL for an exact implementation; otherwise the most ticks late it
-     * may fire a timer filed `delay` ticks ahead (see the contract). */
+     * may fire a timer filed `delay` ticks ahead (see the contract), and
+     * the driver checks every fire against that window (workloads.c) in a
+     * run of its own before the timed one.  Such an implementation is
+     * inexact too: it sets `inexact` to say so. */
     uint64_t (*max_late)(uint64_t delay);
 };
 
@@ -97,8 +104,8 @@ uint64_t bench_fakeclock_elided(void);
 double bench_wall(void);
 
 extern const struct bench_impl impl_rota, impl_rota_arm, impl_rota_store,
-    impl_heap2, impl_heap4, impl_hashed_rounds, impl_wheel_bare,
-    impl_wheel_approx;
+    impl_rota_slack, impl_heap2, impl_heap4, impl_hashed_rounds,
+    impl_wheel_bare, impl_wheel_approx;
 /* wheel-approx's bound (impl_wheel_approx.c): 8/63 of the delay. */
 uint64_t wheel_approx_max_late(uint64_t delay);
 #ifdef BENCH_HAVE_LIBUV

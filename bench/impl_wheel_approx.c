@@ -231,5 +231,7 @@ const struct bench_impl impl_wheel_approx = {
     .rearm = rearm,
     .arm_periodic = arm_periodic,
     .advance = advance,
+    .inexact = "fires up to 8/63 of its delay late, never early; the driver "
+               "checks every fire against that window",
     .max_late = wheel_approx_max_late,
 };

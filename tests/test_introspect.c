@@ -41,17 +41,17 @@ TEST(remaining_pending_due_idle)
     rota_wheel_init(&wheel, 1000);
     rota_timer_init(&a.timer, NULL);
     rota_timer_init(&b.timer, NULL);
-    rota_timer_arm(&wheel, &b.timer, 5000);
+    rota_timer_arm_at(&wheel, &b.timer, 5000);
     CHECK_EQ_U64(left(&a.timer, 0), 0); /* never armed */
-    rota_timer_arm(&wheel, &a.timer, 1100);
+    rota_timer_arm_at(&wheel, &a.timer, 1100);
     CHECK_EQ_U64(left(&a.timer, 1), 100);
     rota_wheel_advance(&wheel, 1040);
     CHECK_EQ_U64(left(&a.timer, 1), 60);
-    rota_timer_touch(&wheel, &a.timer, 1500); /* later: a store */
+    rota_timer_touch_at(&wheel, &a.timer, 1500); /* later: a store */
     CHECK_EQ_U64(left(&a.timer, 1), 460);
-    rota_timer_touch_unchecked(&wheel, &a.timer, 1600);
+    rota_timer_touch_at_unchecked(&wheel, &a.timer, 1600);
     CHECK_EQ_U64(left(&a.timer, 1), 560);
-    rota_timer_touch(&wheel, &a.timer, 1200); /* earlier: re-filed */
+    rota_timer_touch_at(&wheel, &a.timer, 1200); /* earlier: re-filed */
     CHECK_EQ_U64(left(&a.timer, 1), 160);
     /* Due but not fired: a limit of 0 leaves it pending past its
      * deadline; it is overdue, and remaining says 0, still pending. */
@@ -62,16 +62,16 @@ TEST(remaining_pending_due_idle)
     CHECK_EQ_U64(left(&b.timer, 1), 3700);
     rota_wheel_advance(&wheel, 1300);
     CHECK(!rota_timer_pending(&a.timer));
-    CHECK_EQ_U64(left(&a.timer, 0), 0);  /* fired */
-    rota_timer_arm(&wheel, &a.timer, 0); /* the past: due at now */
+    CHECK_EQ_U64(left(&a.timer, 0), 0);     /* fired */
+    rota_timer_arm_at(&wheel, &a.timer, 0); /* the past: due at now */
     CHECK_EQ_U64(left(&a.timer, 1), 0);
     rota_timer_cancel(&wheel, &a.timer);
     CHECK_EQ_U64(left(&a.timer, 0), 0); /* cancelled */
-    rota_timer_arm(&wheel, &a.timer, ROTA_MAX_DEADLINE);
+    rota_timer_arm_at(&wheel, &a.timer, ROTA_MAX_DEADLINE);
     CHECK_EQ_U64(left(&a.timer, 1), ROTA_MAX_DEADLINE - 1300);
     /* A window: to the deadline the wheel picked (1536, the multiple of
      * the largest power of two in [1400, 1700]). */
-    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &a.timer, 1400, 1700), 0);
+    CHECK_EQ_INT(rota_timer_arm_range_at(&wheel, &a.timer, 1400, 1700), 0);
     CHECK_EQ_U64(rota_timer_deadline(&a.timer), 1536);
     CHECK_EQ_U64(left(&a.timer, 1), 1536 - 1300);
 }
@@ -82,7 +82,7 @@ TEST(remaining_periodic_counts_to_next_fire)
 
     rota_wheel_init(&wheel, 0);
     rota_timer_init(&p.timer, NULL);
-    rota_timer_arm_periodic(&wheel, &p.timer, 10, 25, ROTA_MISSED_SKIP);
+    rota_timer_arm_periodic_at(&wheel, &p.timer, 10, 25, ROTA_MISSED_SKIP);
     CHECK_EQ_U64(left(&p.timer, 1), 10);
     rota_wheel_advance(&wheel, 10); /* fires; next 35 */
     CHECK_EQ_U64(left(&p.timer, 1), 25);
@@ -118,9 +118,9 @@ TEST(remaining_inside_callbacks)
     rota_timer_init(&p.timer, look_inside);
     rota_timer_init(&b.timer, look_inside);
     seen_other = &b;
-    rota_timer_arm(&wheel, &a.timer, 50);
-    rota_timer_arm_periodic(&wheel, &p.timer, 50, 7, ROTA_MISSED_BURST);
-    rota_timer_arm(&wheel, &b.timer, 80);
+    rota_timer_arm_at(&wheel, &a.timer, 50);
+    rota_timer_arm_periodic_at(&wheel, &p.timer, 50, 7, ROTA_MISSED_BURST);
+    rota_timer_arm_at(&wheel, &b.timer, 80);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 50), 2);
     CHECK_EQ_INT(seen_rc[0], 0); /* a one-shot in its callback */
     CHECK_EQ_U64(seen_ticks[0], 0);
@@ -138,7 +138,7 @@ TEST(remaining_errors)
     rota_wheel_init(&wheel, 0);
     rota_wheel_init(&other, 0);
     rota_timer_init(&a.timer, NULL);
-    rota_timer_arm(&other, &a.timer, 10);
+    rota_timer_arm_at(&other, &a.timer, 10);
     CHECK_EQ_INT(rota_timer_remaining(NULL, &a.timer, &ticks), ROTA_EINVAL);
     CHECK_EQ_U64(ticks, 0);
     ticks = 7;
@@ -257,17 +257,18 @@ static unsigned random_walks(uint64_t seed, unsigned ops, bool plant,
         case 0:
         case 1:
         case 2:
-            rota_timer_arm(&wheel, &pool[id].timer, now + delay);
+            rota_timer_arm_at(&wheel, &pool[id].timer, now + delay);
             model_pending[id] = true;
             model_periodic[id] = false;
             break;
         case 3:
-            rota_timer_arm_periodic(&wheel, &pool[id].timer, now + delay,
-                                    1 + h_rand(&s) % 300, ROTA_MISSED_SKIP);
+            rota_timer_arm_periodic_at(&wheel, &pool[id].timer, now + delay,
+                                       1 + h_rand(&s) % 300, ROTA_MISSED_SKIP);
             model_pending[id] = model_periodic[id] = true;
             break;
         case 4:
-            if (rota_timer_touch(&wheel, &pool[id].timer, now + delay) == 0 &&
+            if (rota_timer_touch_at(&wheel, &pool[id].timer, now + delay) ==
+                    0 &&
                 !model_pending[id])
                 bad++; /* touch found a timer the model says is idle */
             break;
@@ -329,7 +330,7 @@ TEST(foreach_sees_half_done_cascade)
     for (unsigned i = 0; i < 5; i++) {
         rota_timer_init(&pool[i].timer, NULL);
         pool[i].id = i;
-        rota_timer_arm(&wheel, &pool[i].timer, 300 + i); /* a level-1 slot */
+        rota_timer_arm_at(&wheel, &pool[i].timer, 300 + i); /* a level-1 slot */
         pending[i] = true;
     }
     /* Limit 1: the slot's cascade starts, one timer is filed again. */
@@ -347,7 +348,7 @@ static void walk_from_callback(struct rota_wheel *w, struct rota_timer *t,
 {
     (void)t;
     (void)late;
-    rota_timer_arm(w, &pool[9].timer, rota_wheel_now(w)); /* deferred */
+    rota_timer_arm_at(w, &pool[9].timer, rota_wheel_now(w)); /* deferred */
     CHECK_EQ_INT(walk_all(w), 0);
 }
 
@@ -361,12 +362,12 @@ TEST(foreach_from_callback_sees_due_and_deferred)
         pool[i].id = i;
     }
     rota_timer_init(&pool[0].timer, walk_from_callback);
-    rota_timer_arm(&wheel, &pool[0].timer, 20); /* fires first */
-    rota_timer_arm(&wheel, &pool[1].timer, 20); /* then these two */
-    rota_timer_arm(&wheel, &pool[2].timer, 20);
-    rota_timer_arm(&wheel, &pool[3].timer, 5000);
-    rota_timer_arm(&wheel, &pool[4].timer, 1u << 20);
-    rota_timer_arm_periodic(&wheel, &pool[5].timer, 20, 3, ROTA_MISSED_SKIP);
+    rota_timer_arm_at(&wheel, &pool[0].timer, 20); /* fires first */
+    rota_timer_arm_at(&wheel, &pool[1].timer, 20); /* then these two */
+    rota_timer_arm_at(&wheel, &pool[2].timer, 20);
+    rota_timer_arm_at(&wheel, &pool[3].timer, 5000);
+    rota_timer_arm_at(&wheel, &pool[4].timer, 1u << 20);
+    rota_timer_arm_periodic_at(&wheel, &pool[5].timer, 20, 3, ROTA_MISSED_SKIP);
     pending[1] = pending[2] = pending[3] = pending[4] = true;
     pending[5] = pending[9] = true;
     CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 20, 1, NULL), 1);
@@ -392,7 +393,7 @@ TEST(foreach_stops_when_visitor_says_so)
     rota_wheel_init(&wheel, 0);
     for (unsigned i = 0; i < 50; i++) {
         rota_timer_init(&pool[i].timer, NULL);
-        rota_timer_arm(&wheel, &pool[i].timer, 1 + i * 997);
+        rota_timer_arm_at(&wheel, &pool[i].timer, 1 + i * 997);
     }
     size_t budget = 7;
     nvisits = 0;
@@ -444,7 +445,7 @@ TEST(foreach_visitor_may_cancel_and_free_visited_timer)
         n->id = i;
         keep[i] = n;
         /* Slots of several levels, some sharing a slot, some due. */
-        rota_timer_arm(&wheel, &n->timer, i % 3 == 0 ? 0 : i * i * 31);
+        rota_timer_arm_at(&wheel, &n->timer, i % 3 == 0 ? 0 : i * i * 31);
     }
     CHECK_EQ_INT(rota_wheel_foreach(&wheel, cancel_odd, seen), 0);
     for (unsigned i = 0; i < N; i++)
@@ -500,9 +501,9 @@ TEST(foreach_refuses_reentry)
     rota_timer_init(&a.timer, NULL);
     rota_timer_init(&b.timer, NULL);
     rota_timer_init(&c.timer, NULL);
-    rota_timer_arm(&wheel, &a.timer, 100); /* due */
-    rota_timer_arm(&wheel, &b.timer, 400);
-    rota_timer_arm(&wheel, &c.timer, 1u << 25);
+    rota_timer_arm_at(&wheel, &a.timer, 100); /* due */
+    rota_timer_arm_at(&wheel, &b.timer, 400);
+    rota_timer_arm_at(&wheel, &c.timer, 1u << 25);
     CHECK_EQ_INT(rota_wheel_foreach(&wheel, reenter, NULL), 0);
     CHECK_EQ_INT(rota_wheel_foreach(&wheel, reenter_drain, NULL), 1);
     CHECK_EQ_U64(rota_wheel_count(&wheel), 3);
