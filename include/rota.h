@@ -271,6 +271,43 @@ ROTA_API int rota_timer_touch_noinline(struct rota_wheel *wheel,
                                        uint64_t deadline);
 
 /*
+ * Timer slack: arm with a window instead of a deadline.  The timer fires in
+ * the first advance whose `now` is at or after a deadline the wheel picks in
+ * [earliest, latest] (both saturated to ROTA_MAX_DEADLINE and clamped to the
+ * wheel's `now`, as rota_timer_arm() does): never before `earliest`, and no
+ * later than the first advance at or after `latest`.  The pick is the
+ * instant of the window with the most trailing zero bits, that is the start
+ * of the coarsest slot that begins inside it, and depends on nothing else:
+ *   - timers whose windows overlap tend to get the same deadline, so they
+ *     fire in the same call (one wake-up instead of several: systemd's
+ *     accuracy, Linux's timer slack);
+ *   - a deadline that starts a slot of level k (a multiple of 256^k ticks)
+ *     is never filed again into a lower level: when its slot comes due it
+ *     is due.  A window of at least 256^k ticks always holds such an
+ *     instant (at least 256 ticks for level 1, which covers delays of 256
+ *     to 65,535 ticks; 65,536 for level 2), so a timeout with that much
+ *     slack is moved once, from its slot to the due list, however long.
+ * rota_timer_deadline() shows the pick.  Otherwise as rota_timer_arm() (the
+ * timer becomes one-shot), plus ROTA_EINVAL when earliest > latest.  O(1).
+ */
+ROTA_API int rota_timer_arm_range(struct rota_wheel *wheel,
+                                  struct rota_timer *timer, uint64_t earliest,
+                                  uint64_t latest);
+
+/*
+ * The touch with slack, for idle timeouts: when the pending timer's deadline
+ * already lies in [earliest, latest] (after the same clamping), nothing
+ * changes, not even a store; otherwise it is touched to the deadline
+ * rota_timer_arm_range() would pick.  So a connection refreshed every few
+ * milliseconds with a window of a second keeps its deadline for most
+ * refreshes.  The errors of rota_timer_touch(), plus ROTA_EINVAL when
+ * earliest > latest.
+ */
+ROTA_API int rota_timer_touch_range(struct rota_wheel *wheel,
+                                    struct rota_timer *timer, uint64_t earliest,
+                                    uint64_t latest);
+
+/*
  * Cancel.  Returns 1 if the timer was pending, 0 if it was not (idle, fired
  * or already cancelled: a safe no-op), or ROTA_EINVAL, ROTA_EUNINIT,
  * ROTA_EOTHERWHEEL.  Once it returns the wheel holds no reference to the

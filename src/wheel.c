@@ -1126,6 +1126,59 @@ int rota_timer_arm_periodic(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
+/*
+ * The instant of [lo, hi] (lo <= hi) with the most trailing zero bits: take
+ * the highest bit in which lo - 1 and hi differ; hi with every bit below it
+ * cleared is the one multiple of that power of two in the window (two
+ * multiples would put a multiple of the next power between them).
+ */
+static uint64_t coarsest_in(uint64_t lo, uint64_t hi)
+{
+    if (lo == 0) /* 0 itself has every trailing bit clear */
+        return 0;
+    uint64_t differ = (lo - 1) ^ hi; /* != 0: lo - 1 < hi */
+    unsigned bit = 63u - (unsigned)__builtin_clzll(differ);
+    return hi & ~(((uint64_t)1 << bit) - 1);
+}
+
+/* Check a window and clamp it as a deadline is clamped. */
+static int clamp_window(const struct rota_wheel *w, uint64_t *earliest,
+                        uint64_t *latest)
+{
+    if (*earliest > *latest)
+        return ROTA_EINVAL;
+    *earliest = clamp_deadline(w, *earliest);
+    *latest = clamp_deadline(w, *latest);
+    return 0;
+}
+
+int rota_timer_arm_range(struct rota_wheel *w, struct rota_timer *t,
+                         uint64_t earliest, uint64_t latest)
+{
+    int rc = check_timer(w, t);
+    if (rc != 0)
+        return rc;
+    if ((rc = clamp_window(w, &earliest, &latest)) != 0)
+        return rc;
+    arm_at(w, t, coarsest_in(earliest, latest), POLICY_ONESHOT);
+    return 0;
+}
+
+int rota_timer_touch_range(struct rota_wheel *w, struct rota_timer *t,
+                           uint64_t earliest, uint64_t latest)
+{
+    int rc = check_timer(w, t);
+    if (rc != 0)
+        return rc;
+    if ((rc = clamp_window(w, &earliest, &latest)) != 0)
+        return rc;
+    if (t->wheel_id_ == 0)
+        return ROTA_ENOENT;
+    if (t->deadline_ >= earliest && t->deadline_ <= latest)
+        return 0;
+    return rota_timer_touch_noinline(w, t, coarsest_in(earliest, latest));
+}
+
 int rota_timer_touch_noinline(struct rota_wheel *w, struct rota_timer *t,
                               uint64_t deadline)
 {
