@@ -141,7 +141,7 @@ static void object_scenario(unsigned flags, bool plant)
     for (int i = 0; i < 64; i++)
         rota_timer_init(&t[i], on_object);
     uint64_t d = rota_clock_deadline_after(&clk, 60000 * LT_MS);
-    CHECK(rota_timer_arm(&w, &t[0], d) == 0);
+    CHECK(rota_timer_arm_at(&w, &t[0], d) == 0);
     CHECK_EQ_INT(rota_uring_sync(&ut), 1);
     CHECK_EQ_INT(rota_uring_sync(&ut), 0);
     CHECK(rota_uring_armed(&ut) == d);
@@ -152,15 +152,15 @@ static void object_scenario(unsigned flags, bool plant)
     /* Later arms, touches (thousands) and cancels: no SQE. */
     uint64_t before = stats_of(&ut).sqes;
     for (int i = 1; i < 64; i++)
-        CHECK(rota_timer_arm(&w, &t[i], d + (uint64_t)i) == 0);
+        CHECK(rota_timer_arm_at(&w, &t[i], d + (uint64_t)i) == 0);
     CHECK(rota_uring_sync(&ut) == 0);
     for (int round = 0; round < 100; round++) {
         for (int i = 0; i < 64; i++) {
             uint64_t later = d + 1000 + (uint64_t)(round * 64 + i);
-            CHECK(rota_timer_touch(&w, &t[i], later) == 0);
+            CHECK(rota_timer_touch_at(&w, &t[i], later) == 0);
         }
         if (plant && round == 50)
-            CHECK(rota_timer_touch(&w, &t[3], d - 100) == 0);
+            CHECK(rota_timer_touch_at(&w, &t[3], d - 100) == 0);
         CHECK(rota_uring_sync(&ut) >= 0);
     }
     for (int i = 32; i < 64; i++)
@@ -177,7 +177,7 @@ static void object_scenario(unsigned flags, bool plant)
 
     /* An earlier arm moves the timeout: one SQE with an update, two with
      * remove + add; the completions are the adapter's and fire nothing. */
-    CHECK(rota_timer_arm(&w, &t[40], d - 30000) == 0);
+    CHECK(rota_timer_arm_at(&w, &t[40], d - 30000) == 0);
     CHECK_EQ_INT(rota_uring_sync(&ut), 1);
     CHECK_EQ_INT(rota_uring_sync(&ut), 0);
     CHECK(rota_uring_armed(&ut) == d - 30000);
@@ -285,8 +285,8 @@ TEST(uring_update_refused_falls_back_to_remove)
     CHECK(rota_uring_init(&ut, &ring, &w, &clk, 0) == 0);
     rota_timer_init(&a, on_object);
     rota_timer_init(&b, on_object);
-    CHECK(rota_timer_arm(&w, &a,
-                         rota_clock_deadline_after(&clk, 60000 * LT_MS)) == 0);
+    CHECK(rota_timer_arm_at(
+              &w, &a, rota_clock_deadline_after(&clk, 60000 * LT_MS)) == 0);
     CHECK_EQ_INT(rota_uring_sync(&ut), 1);
     CHECK(io_uring_submit(&ring) == 1);
     /* As if the kernel had refused an update. */
@@ -297,7 +297,7 @@ TEST(uring_update_refused_falls_back_to_remove)
     CHECK_EQ_INT(stats_of(&ut).update, 0);
     /* The next earlier arm moves it with remove + add. */
     uint64_t near = rota_clock_deadline_after(&clk, 30 * LT_MS);
-    CHECK(rota_timer_arm(&w, &b, near) == 0);
+    CHECK(rota_timer_arm_at(&w, &b, near) == 0);
     CHECK_EQ_INT(rota_uring_sync(&ut), 1);
     CHECK_CMPU(stats_of(&ut).removes, ==, 1);
     uint64_t t0 = lt_mono_ns();
@@ -328,7 +328,7 @@ TEST(uring_timeout_cancelled_by_others_is_armed_again)
     CHECK(rota_uring_init(&ut, &ring, &w, &clk, 0) == 0);
     rota_timer_init(&t, on_object);
     uint64_t d = rota_clock_deadline_after(&clk, 50 * LT_MS);
-    CHECK(rota_timer_arm(&w, &t, d) == 0);
+    CHECK(rota_timer_arm_at(&w, &t, d) == 0);
     CHECK_EQ_INT(rota_uring_sync(&ut), 1);
     CHECK(io_uring_submit(&ring) == 1);
     struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
@@ -385,7 +385,8 @@ TEST(uring_handle_from_a_callback_is_busy)
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
     rota_wheel_init(&w, rota_clock_now(&clk));
     rota_timer_init(&t, on_busy);
-    CHECK(rota_timer_arm(&w, &t, rota_clock_deadline_after(&clk, LT_MS)) == 0);
+    CHECK(rota_timer_arm_at(&w, &t, rota_clock_deadline_after(&clk, LT_MS)) ==
+          0);
     CHECK(rota_uring_init(&ut, &ring, &w, &clk, 0) == 0);
     busy_ut = &ut;
     busy_rc = 1;
@@ -419,8 +420,8 @@ TEST(uring_coarse_clock_fires_once)
     fired_at_object = 0;
     for (int round = 0; round < 20; round++) {
         uint64_t due = rota_clock_now_ns(&clk) + 3 * LT_MS;
-        CHECK(rota_timer_arm(&w, &t,
-                             rota_clock_deadline_after(&clk, 3 * LT_MS)) == 0);
+        CHECK(rota_timer_arm_at(
+                  &w, &t, rota_clock_deadline_after(&clk, 3 * LT_MS)) == 0);
         CHECK(rota_uring_sync(&ut) == 1);
         int before = fired_at_object;
         for (int i = 0; i < 20 && fired_at_object == before; i++)
@@ -466,11 +467,10 @@ static void poll_arm(struct watch *w)
     io_uring_sqe_set_data(sqe, w);
 }
 
-static void r_init(struct rota_wheel *wheel, uint64_t tick_ns)
+static void r_init(struct rota_wheel *wheel, const struct rota_clock *clock)
 {
     ring_init();
-    CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, tick_ns) == 0);
-    rota_wheel_init(wheel, rota_clock_now(&clk));
+    clk = *clock;
     nwatched = 0;
     CHECK(rota_uring_init(&ut, &ring, wheel, &clk, ut_flags) == 0);
 }
@@ -650,7 +650,7 @@ static void earlier_moves(bool plant)
 {
     int pair[2];
     lt_use(&update_ops);
-    lt->init(&lt_wheel, LT_MS);
+    lt_init(LT_MS);
     lt_arm(&far_timer, 2000 * LT_MS, LT_MS);
     CHECK(rota_uring_sync(&ut) == 1);
     uint64_t moves = stats_of(&ut).updates + stats_of(&ut).removes;
@@ -696,7 +696,7 @@ TEST(uring_never_early_check_catches_an_early_deadline)
 {
     need_uring();
     lt_use(&update_ops);
-    lt->init(&lt_wheel, LT_MS);
+    lt_init(LT_MS);
     lt_fired = 0;
     for (int i = 0; i < 5; i++) {
         struct lt_timer *x = &lt_timers[i];
@@ -705,8 +705,8 @@ TEST(uring_never_early_check_catches_an_early_deadline)
         x->fired_ns = 0;
         x->tick_ns = LT_MS;
         rota_timer_init(&x->t, lt_on_timer);
-        CHECK(rota_timer_arm(&lt_wheel, &x->t,
-                             lt->deadline_after(delay - 500 * LT_MS)) == 0);
+        CHECK(rota_timer_arm_at(&lt_wheel, &x->t,
+                                lt->deadline_after(delay - 500 * LT_MS)) == 0);
     }
     unsigned long mark = h_expect_begin();
     lt->run();
@@ -754,7 +754,7 @@ static void budget_scenario(size_t budget)
 {
     int *pair = budget_pair;
     lt_use(&update_ops);
-    lt->init(&lt_wheel, LT_MS);
+    lt_init(LT_MS);
     rota_uring_set_budget(&ut, budget);
     budget_fired = 0;
     budget_fired_at_io = -1;
@@ -762,7 +762,7 @@ static void budget_scenario(size_t budget)
     uint64_t due = lt->deadline_after(5 * LT_MS);
     for (int i = 0; i < BUDGET_TIMERS; i++) {
         rota_timer_init(&budget_timers[i], on_budget);
-        CHECK(rota_timer_arm(&lt_wheel, &budget_timers[i], due) == 0);
+        CHECK(rota_timer_arm_at(&lt_wheel, &budget_timers[i], due) == 0);
     }
     CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, pair) == 0);
     lt->watch(pair[0], on_budget_io, NULL);
@@ -813,10 +813,11 @@ static void teardown_scenario(bool plant)
 {
     struct rota_timer t;
     lt_use(&update_ops);
-    lt->init(&lt_wheel, LT_MS);
+    lt_init(LT_MS);
     teardown_fired = 0;
     rota_timer_init(&t, on_teardown);
-    CHECK(rota_timer_arm(&lt_wheel, &t, lt->deadline_after(30 * LT_MS)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &t, lt->deadline_after(30 * LT_MS)) ==
+          0);
     CHECK(rota_uring_sync(&ut) == 1);
     CHECK(io_uring_submit(&ring) == 1);
     if (!plant)

@@ -8,7 +8,7 @@
  *   refreshes the connection's idle timer; a connection silent for longer
  *   than --idle-timeout is closed.  Refreshes outnumber kicks by orders of
  *   magnitude, so a refresh must cost next to nothing: here it is a clock
- *   read (vDSO, no system call) and rota_timer_touch(), a store.
+ *   read (vDSO, no system call) and rota_timer_touch_at(), a store.
  *
  * THE STRUCTURE
  *   N worker threads, each with its own epoll set, its own wheel and its own
@@ -236,8 +236,8 @@ static void on_readable(struct worker *w, struct conn *c)
         /* The refresh: a later deadline is a store in the timer.  The clock
          * is read after the data arrived, so the kick is never early. */
         uint64_t deadline = rota_clock_deadline_after(&w->clock, cfg.idle_ns);
-        if (rota_timer_touch(&w->wheel, &c->idle, deadline) != 0)
-            rota_timer_arm(&w->wheel, &c->idle, deadline);
+        if (rota_timer_touch_at(&w->wheel, &c->idle, deadline) != 0)
+            rota_timer_arm_at(&w->wheel, &c->idle, deadline);
         w->st.c.reads++;
         w->st.c.timer_ops++;
         w->st.c.bytes += (uint64_t)n;
@@ -337,8 +337,8 @@ static bool refuse_one(struct worker *w)
      * moment instead of spinning on it. */
     listener_watch(w, false);
     w->st.c.paused++;
-    rota_timer_arm(&w->wheel, &w->resume,
-                   rota_clock_deadline_after(&w->clock, PAUSE_NS));
+    rota_timer_arm_at(&w->wheel, &w->resume,
+                      rota_clock_deadline_after(&w->clock, PAUSE_NS));
     w->st.c.timer_ops++;
     return false;
 }
@@ -378,8 +378,8 @@ static void on_acceptable(struct worker *w)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         c->fd = fd;
         rota_timer_init(&c->idle, on_idle);
-        rota_timer_arm(&w->wheel, &c->idle,
-                       rota_clock_deadline_after(&w->clock, cfg.idle_ns));
+        rota_timer_arm_at(&w->wheel, &c->idle,
+                          rota_clock_deadline_after(&w->clock, cfg.idle_ns));
         w->st.c.timer_ops++;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
         w->st.c.open++;

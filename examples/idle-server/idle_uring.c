@@ -271,8 +271,8 @@ static enum next_accept urefuse_one(struct uworker *w)
     /* Another thread took the freed slot: stop accepting for a moment. */
     w->paused = true;
     w->st.c.paused++;
-    rota_timer_arm(&w->wheel, &w->resume,
-                   rota_clock_deadline_after(&w->clock, PAUSE_NS));
+    rota_timer_arm_at(&w->wheel, &w->resume,
+                      rota_clock_deadline_after(&w->clock, PAUSE_NS));
     w->st.c.timer_ops++;
     return ACCEPT_PAUSED;
 }
@@ -319,8 +319,8 @@ static void on_listener(struct uworker *w, int res)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->fd = fd;
     rota_timer_init(&c->idle, on_uidle);
-    rota_timer_arm(&w->wheel, &c->idle,
-                   rota_clock_deadline_after(&w->clock, cfg.idle_ns));
+    rota_timer_arm_at(&w->wheel, &c->idle,
+                      rota_clock_deadline_after(&w->clock, cfg.idle_ns));
     w->st.c.timer_ops++;
     w->st.c.open++;
     w->st.c.accepted++;
@@ -339,8 +339,8 @@ static void on_conn(struct uworker *w, struct uconn *c, int res)
             /* The refresh: a store in the timer, no SQE, no system call. */
             uint64_t deadline =
                 rota_clock_deadline_after(&w->clock, cfg.idle_ns);
-            if (rota_timer_touch(&w->wheel, &c->idle, deadline) != 0)
-                rota_timer_arm(&w->wheel, &c->idle, deadline);
+            if (rota_timer_touch_at(&w->wheel, &c->idle, deadline) != 0)
+                rota_timer_arm_at(&w->wheel, &c->idle, deadline);
             w->st.c.reads++;
             w->st.c.timer_ops++;
             w->st.c.bytes += (uint64_t)res;

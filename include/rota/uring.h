@@ -24,7 +24,7 @@
  *             n++;
  *             if (rota_uring_handle(&ut, cqe) != 0)
  *                 continue;                   // the adapter's: done
- *             ... your completion; rota_timer_touch() on every read ...
+ *             ... your completion; rota_timer_touch_at() on every read ...
  *         }
  *         io_uring_cq_advance(&ring, n);
  *     }

@@ -51,8 +51,8 @@ int main(void)
         return fail("rota_uring_init failed");
     rota_timer_init(&timer, on_timer);
     deadline = rota_clock_deadline_after(&clock, 2000000);
-    if (rota_timer_arm(&wheel, &timer, deadline) != 0)
-        return fail("rota_timer_arm failed");
+    if (rota_timer_arm_at(&wheel, &timer, deadline) != 0)
+        return fail("rota_timer_arm_at failed");
     while (fired == 0) {
         struct io_uring_cqe *cqe;
         if (rota_uring_sync(&ut) < 0)
