@@ -156,10 +156,10 @@ static double job_weight(const struct config *cfg, const struct job *j)
     double cap = j->n >= 10000000 ? cfg->cap_big : cfg->cap_small;
     const char *name = j->impl ? j->impl->name : "floor";
     bool rounds = !strcmp(name, "hashed-rounds");
-    double slow = !strcmp(name, "sd-event") ? 10
+    double slow = !strcmp(name, "sd-event")                                 ? 10
                   : !strcmp(name, "libuv") || !strncmp(name, "libevent", 8) ? 4
-                  : !strcmp(name, "libev") || !strncmp(name, "heap", 4)   ? 2
-                                                                          : 1;
+                  : !strcmp(name, "libev") || !strncmp(name, "heap", 4)     ? 2
+                                                                            : 1;
     double setup = n * setup_ns[k] * 1e-9 * slow, rep;
     switch (j->wl) {
     case WL_W1:

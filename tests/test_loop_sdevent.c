@@ -73,12 +73,16 @@ static void v_unwatch(int fd)
     nwatched--;
 }
 
-/* An sd-event loop never ends by itself (the header's LIFETIME): run while
- * anything is watched or the wheel's source is set, bounded in time. */
+/* An sd-event loop never ends by itself (the header's LIFETIME): the test's
+ * loop runs while anything is watched, the wheel holds a timer, or the
+ * wheel's source is set (a wake-up is due that may find nothing), bounded in
+ * time.  Timers armed outside the loop need no sync: the first iteration's
+ * prepare callback sets the source. */
 static void v_run(void)
 {
     uint64_t give_up = lt_mono_ns() + 10000 * LT_MS;
-    while ((nwatched > 0 || rota_sdevent_armed(&rs) != ROTA_NEVER) &&
+    while ((nwatched > 0 || rota_wheel_count(&lt_wheel) > 0 ||
+            rota_sdevent_armed(&rs) != ROTA_NEVER) &&
            lt_mono_ns() < give_up)
         CHECK(sd_event_run(event, 1000000) >= 0);
     CHECK(lt_mono_ns() < give_up);
@@ -220,6 +224,26 @@ TEST(sdevent_arm_from_io_into_an_empty_wheel)
     CHECK_CMPU(rota_sdevent_rearms(&rs), ==, 1);
     close(pair[0]);
     close(pair[1]);
+    v_fini();
+}
+
+/* Armed outside the loop into an empty wheel, no sync: the first
+ * iteration's prepare callback sets the source before it waits, so one
+ * sd_event_run() waits for the timer and fires it. */
+TEST(sdevent_arm_outside_the_loop_needs_no_sync)
+{
+    struct rota_timer t;
+    v_init(&lt_wheel, LT_MS);
+    rota_timer_init(&t, on_fire);
+    uint64_t due = lt_mono_ns() + 20 * LT_MS;
+    CHECK(rota_timer_arm(&lt_wheel, &t,
+                         rota_sdevent_deadline_after(&rs, 20 * LT_MS)) == 0);
+    CHECK(rota_sdevent_armed(&rs) == ROTA_NEVER);
+    fired = 0;
+    CHECK(sd_event_run(event, 2000000) == 1);
+    CHECK_EQ_INT(fired, 1);
+    CHECK_CMPU(lt_mono_ns(), >=, due);
+    CHECK_CMPU(lt_mono_ns(), <, due + LT_SLACK_NS);
     v_fini();
 }
 
@@ -384,6 +408,7 @@ int main(int argc, char **argv)
     static const struct h_test tests[] = {
         H_TEST(sdevent_lifetime),
         H_TEST(sdevent_arm_from_io_into_an_empty_wheel),
+        H_TEST(sdevent_arm_outside_the_loop_needs_no_sync),
         H_TEST(sdevent_budget_lets_io_in),
         H_TEST(sdevent_coarse_clock_fires_once),
         H_TEST(sdevent_child_of_fork_gets_echild),
