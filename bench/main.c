@@ -507,6 +507,22 @@ int main(int argc, char **argv)
                                 "name it with --only to run it");
                     continue;
                 }
+                if (!strcmp(impls[k]->name, "sd-event") && !nlist &&
+                    (n >= 10000000 || (w == WL_W7 && n >= 1000000))) {
+                    report_skip(impls[k]->name, wl_names[w], n,
+                                n >= 10000000
+                                    ? "budget: about 5 us per arm at 1e5, "
+                                      "more at 1e7 (two pointer heaps; 350 "
+                                      "bytes per source): setting up 1e7 "
+                                      "sources takes minutes per workload; "
+                                      "run with --only sd-event --n 10000000"
+                                    : "budget: W7 at 1e6 takes minutes "
+                                      "(one loop iteration per fire, about "
+                                      "0.2 s of loop work per simulated "
+                                      "second at 1e5); run with --only "
+                                      "sd-event --workloads W7 --n 1000000");
+                    continue;
+                }
                 if (w == WL_W3 && n >= 10000000 && !nlist &&
                     impls[k] == &impl_hashed_rounds) {
                     report_skip(impls[k]->name, "W3", n,
