@@ -196,7 +196,7 @@ struct rota_timer {
     uint64_t deadline_; /* current deadline; may be later than the slot's */
     uint32_t wheel_id_; /* which wheel it is pending on, 0 when idle */
     uint16_t spare_;    /* always 0 */
-    uint8_t policy_;    /* enum rota_missed if periodic; 0xff one-shot */
+    uint8_t policy_;    /* 0 one-shot; enum rota_missed + 1 if periodic */
     uint8_t magic_;     /* set by rota_timer_init(), checked by every call */
     struct rota_link link_;
     uint64_t period_; /* of a periodic timer; not read for a one-shot */
@@ -271,6 +271,43 @@ ROTA_API int rota_timer_touch_noinline(struct rota_wheel *wheel,
                                        uint64_t deadline);
 
 /*
+ * Timer slack: arm with a window instead of a deadline.  The timer fires in
+ * the first advance whose `now` is at or after a deadline the wheel picks in
+ * [earliest, latest] (both saturated to ROTA_MAX_DEADLINE and clamped to the
+ * wheel's `now`, as rota_timer_arm() does): never before `earliest`, and no
+ * later than the first advance at or after `latest`.  The pick is the
+ * instant of the window with the most trailing zero bits, that is the start
+ * of the coarsest slot that begins inside it, and depends on nothing else:
+ *   - timers whose windows overlap tend to get the same deadline, so they
+ *     fire in the same call (one wake-up instead of several: systemd's
+ *     accuracy, Linux's timer slack);
+ *   - a deadline that starts a slot of level k (a multiple of 256^k ticks)
+ *     is never filed again into a lower level: when its slot comes due it
+ *     is due.  A window of at least 256^k ticks always holds such an
+ *     instant (at least 256 ticks for level 1, which covers delays of 256
+ *     to 65,535 ticks; 65,536 for level 2), so a timeout with that much
+ *     slack is moved once, from its slot to the due list, however long.
+ * rota_timer_deadline() shows the pick.  Otherwise as rota_timer_arm() (the
+ * timer becomes one-shot), plus ROTA_EINVAL when earliest > latest.  O(1).
+ */
+ROTA_API int rota_timer_arm_range(struct rota_wheel *wheel,
+                                  struct rota_timer *timer, uint64_t earliest,
+                                  uint64_t latest);
+
+/*
+ * The touch with slack, for idle timeouts: when the pending timer's deadline
+ * already lies in [earliest, latest] (after the same clamping), nothing
+ * changes, not even a store; otherwise it is touched to the deadline
+ * rota_timer_arm_range() would pick.  So a connection refreshed every few
+ * milliseconds with a window of a second keeps its deadline for most
+ * refreshes.  The errors of rota_timer_touch(), plus ROTA_EINVAL when
+ * earliest > latest.
+ */
+ROTA_API int rota_timer_touch_range(struct rota_wheel *wheel,
+                                    struct rota_timer *timer, uint64_t earliest,
+                                    uint64_t latest);
+
+/*
  * Cancel.  Returns 1 if the timer was pending, 0 if it was not (idle, fired
  * or already cancelled: a safe no-op), or ROTA_EINVAL, ROTA_EUNINIT,
  * ROTA_EOTHERWHEEL.  Once it returns the wheel holds no reference to the
@@ -326,17 +363,19 @@ struct rota_stats {
 struct rota_wheel {
     /* private.  The first 64 bytes hold what the inline arm, cancel and
      * touch read. */
-    uint64_t now_;         /* latest time the caller gave */
-    uint64_t cur_;         /* time the lists are filed against (<= now_) */
-    uint64_t next_step_;   /* lower bound of the next slot that comes due */
-    uint64_t earliest_;    /* exact earliest deadline, 0 when not known */
-    uint64_t cascade_end_; /* end of the slot in cascade_, 0 when none */
-    uint32_t id_;
+    uint64_t now_;          /* latest time the caller gave */
+    uint64_t cur_;          /* time the lists are filed against (<= now_) */
+    uint64_t next_step_;    /* lower bound of the next slot that comes due */
+    uint64_t earliest_;     /* exact earliest deadline, 0 when not known */
+    uint64_t pending_tags_; /* tag word of a one-shot pending here: id, magic */
+    uint64_t idle_tags_;    /* an idle timer's tag word, another value while a
+                            slot is half cascaded (no inline arm then) */
     uint32_t occupied_words_; /* bit i: occupied_[i] != 0 */
     uint8_t in_pass_;
-    uint8_t reserved_[7];
-    uint64_t rearmed_; /* arms of pending timers: see pending_count() */
-    uint64_t refired_; /* fires after which a periodic timer stayed */
+    uint8_t reserved_[3];
+    uint64_t cascade_end_; /* end of the slot in cascade_, 0 when none */
+    uint64_t rearmed_;     /* arms of pending timers: see pending_count() */
+    uint64_t refired_;     /* fires after which a periodic timer stayed */
     struct rota_stats stats_;
     struct rota_link due_;      /* timers due at cur_, in firing order */
     struct rota_link deferred_; /* armed during a pass, due at once */
@@ -350,7 +389,7 @@ struct rota_wheel {
  * initialised".  Private. */
 #define ROTA__TIMER_MAGIC 0xa5u
 /* policy_ of a one-shot timer.  Private. */
-#define ROTA__ONESHOT 0xffu
+#define ROTA__ONESHOT 0u
 
 /* Private, for the inline functions: a list the caller just emptied by
  * unlinking its last timer; clears the slot's occupancy bit if `head` is a
@@ -361,15 +400,13 @@ ROTA_API void rota__list_emptied(struct rota_wheel *wheel,
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) &&                            \
     __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define ROTA__INLINE_PATHS 1
-/* Private: a timer's deadline and its tags (wheel id, spare 0, policy,
+/* Private: a timer's deadline and its tag word (wheel id, spare 0, policy,
  * magic) in one 16-byte store (see wheel.c: what an operation costs). */
 static inline void rota__write_head(struct rota_timer *timer, uint64_t deadline,
-                                    uint32_t wheel_id, unsigned policy)
+                                    uint64_t tags)
 {
     typedef uint64_t rota__two_words __attribute__((vector_size(16)));
-    rota__two_words head = {deadline, (uint64_t)wheel_id |
-                                          (uint64_t)policy << 48 |
-                                          (uint64_t)ROTA__TIMER_MAGIC << 56};
+    rota__two_words head = {deadline, tags};
     __builtin_memcpy(timer, &head, sizeof head);
 }
 
@@ -379,6 +416,11 @@ static inline void rota__write_head(struct rota_timer *timer, uint64_t deadline,
  * cache, behind cancel's two neighbour stores, which miss. */
 #define ROTA__TAG_ID_MAGIC UINT64_C(0xff000000ffffffff)
 #define ROTA__TAG_MAGIC ((uint64_t)ROTA__TIMER_MAGIC << 56)
+/* Private: the tag word of every idle timer is exactly ROTA__TAG_MAGIC, so
+ * one compare against the wheel's idle_tags_ tells the inline arm both
+ * "idle, initialised" and "no half-done cascade" (idle_tags_ is then
+ * ROTA__TAG_BUSY, which no timer carries: its spare bits are set). */
+#define ROTA__TAG_BUSY (ROTA__TAG_MAGIC | UINT64_C(0xffff) << 32)
 static inline uint64_t rota__tags(const struct rota_timer *timer)
 {
     uint64_t tags;
@@ -417,7 +459,7 @@ static inline int rota__arm_fast(struct rota_wheel *wheel,
     timer->link_.next = head;
     tail->next = &timer->link_;
     head->prev = &timer->link_;
-    rota__write_head(timer, deadline, wheel->id_, ROTA__ONESHOT);
+    rota__write_head(timer, deadline, wheel->pending_tags_); /* one-shot */
     wheel->stats_.armed++;
     if (deadline < wheel->earliest_) /* never true while unknown (0) */
         wheel->earliest_ = deadline;
@@ -429,11 +471,10 @@ static inline int rota_timer_arm(struct rota_wheel *wheel,
                                  struct rota_timer *timer, uint64_t deadline)
 {
 #ifdef ROTA__INLINE_PATHS
-    /* An idle timer, a deadline after now (so not due, nothing to clamp)
-     * and outside a slot that a limited advance left half cascaded. */
+    /* An idle timer, no slot half cascaded by a limited advance, and a
+     * deadline after now (so not due, nothing to clamp). */
     if (wheel != NULL && timer != NULL &&
-        (rota__tags(timer) & ROTA__TAG_ID_MAGIC) == ROTA__TAG_MAGIC &&
-        deadline > wheel->now_ && deadline >= wheel->cascade_end_ &&
+        rota__tags(timer) == wheel->idle_tags_ && deadline > wheel->now_ &&
         deadline <= ROTA_MAX_DEADLINE)
         return rota__arm_fast(wheel, timer, deadline);
 #endif
@@ -456,14 +497,12 @@ static inline int rota_timer_cancel(struct rota_wheel *wheel,
 {
 #ifdef ROTA__INLINE_PATHS
     /* A timer pending on this wheel (wheel ids are never 0). */
-    uint64_t tags;
     if (wheel != NULL && timer != NULL &&
-        ((tags = rota__tags(timer)) & ROTA__TAG_ID_MAGIC) ==
-            (wheel->id_ | ROTA__TAG_MAGIC)) {
+        (rota__tags(timer) & ROTA__TAG_ID_MAGIC) == wheel->pending_tags_) {
         struct rota_link *prev = timer->link_.prev, *next = timer->link_.next;
         prev->next = next;
         next->prev = prev;
-        rota__set_tags(timer, tags & ~(uint64_t)UINT32_MAX); /* idle */
+        rota__set_tags(timer, ROTA__TAG_MAGIC); /* idle */
         wheel->stats_.cancelled++;
         if (timer->deadline_ == wheel->earliest_)
             wheel->earliest_ = 0; /* the cached earliest may be gone */
@@ -482,7 +521,8 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
      * never 0) moved to a later deadline that needs no clamping.  The timer
      * stays where it is filed; the wheel checks it when its slot comes due.
      * This mirrors the store path of rota_timer_touch_noinline(). */
-    if (wheel != NULL && timer != NULL && timer->wheel_id_ == wheel->id_ &&
+    if (wheel != NULL && timer != NULL &&
+        timer->wheel_id_ == (uint32_t)wheel->pending_tags_ &&
         timer->magic_ == ROTA__TIMER_MAGIC && deadline > timer->deadline_ &&
         deadline >= wheel->now_ && deadline <= ROTA_MAX_DEADLINE) {
         uint64_t old = timer->deadline_;
@@ -523,8 +563,8 @@ static inline void rota_timer_touch_unchecked(struct rota_wheel *wheel,
 {
     assert(wheel != NULL && timer != NULL &&
            timer->magic_ == ROTA__TIMER_MAGIC &&
-           timer->wheel_id_ == wheel->id_ && deadline >= timer->deadline_ &&
-           deadline <= ROTA_MAX_DEADLINE);
+           timer->wheel_id_ == (uint32_t)wheel->pending_tags_ &&
+           deadline >= timer->deadline_ && deadline <= ROTA_MAX_DEADLINE);
     (void)wheel;
     timer->deadline_ = deadline;
 }
@@ -580,8 +620,9 @@ static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
  * of callbacks run in *fired (if not NULL).  Returns 1 if it stopped at a
  * limit with work left (due timers, or timers to file again: call again
  * soon, before sleeping), 0 if nothing due remains, or a negative error.
- * While a cascade is left half done, rota_timer_arm() of a deadline inside
- * that slot takes the out-of-line path, to keep tie order.
+ * While a cascade is left half done, rota_timer_arm() takes the out-of-line
+ * path (a deadline inside that slot joins the cascade's back, to keep tie
+ * order).
  */
 ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
                                     size_t max_fires, size_t *fired);

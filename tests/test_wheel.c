@@ -2070,6 +2070,113 @@ TEST(touch_unchecked_moves_later_and_heals_the_cache)
     CHECK_WHEEL(&wheel);
 }
 
+/* Slack: the pick is the window's instant with the most trailing zero bits;
+ * timers with overlapping windows share it; a level-2 timeout with a window
+ * of 65,536 ticks is moved once (slot to due list), one without slack
+ * twice; bad windows are refused and change nothing. */
+TEST(arm_range_picks_the_coarsest_instant)
+{
+    struct tn t[6];
+    struct rota_stats st;
+
+    rota_wheel_init(&wheel, 1000);
+    tn_init_all(t, 6);
+    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &t[0].timer, 5000, 5000), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[0].timer), 5000);
+    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &t[0].timer, 1005, 1007), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[0].timer), 1006);
+    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &t[1].timer, 1100, 1300), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[1].timer), 1280); /* 5 * 256 */
+    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &t[2].timer, 1025, 1600), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[2].timer), 1536); /* 3 * 512 */
+    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &t[3].timer, 1200, 1290), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[3].timer), 1280); /* shared */
+    /* A window in the past clamps to now: due at once. */
+    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &t[4].timer, 10, 20), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[4].timer), 1000);
+    /* A window ending at ROTA_NEVER saturates: 2^63 is inside. */
+    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &t[5].timer, 2000, UINT64_MAX),
+                 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[5].timer), (uint64_t)1 << 63);
+    /* earliest > latest: refused, the timer keeps its state. */
+    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &t[5].timer, 3000, 2999),
+                 ROTA_EINVAL);
+    CHECK_EQ_U64(rota_timer_deadline(&t[5].timer), (uint64_t)1 << 63);
+    CHECK_EQ_INT(rota_timer_arm_range(NULL, &t[5].timer, 1, 2), ROTA_EINVAL);
+    CHECK_WHEEL(&wheel);
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1000), 1); /* t4 */
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1279), 1); /* t0 at 1006 */
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1280), 2); /* t1, t3 together */
+    CHECK_EQ_INT(ent[2].id, 1);
+    CHECK_EQ_INT(ent[3].id, 3);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1536), 1);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[5].timer), 1);
+
+    /* Moves: a deadline 200,000 ticks out sits at level 2; exact, it is
+     * filed again at level 1 and then at level 0 (two moves); picked from
+     * a 65,536-tick window it starts its level-2 slot: one move, to the
+     * due list. */
+    rota_wheel_init(&wheel, 0);
+    tn_init_all(t, 2);
+    CHECK_EQ_INT(rota_timer_arm(&wheel, &t[0].timer, 200001), 0);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 200001), 1);
+    rota_wheel_stats(&wheel, &st);
+    CHECK_EQ_U64(st.refiled, 2);
+    rota_wheel_init(&wheel, 0);
+    CHECK_EQ_INT(
+        rota_timer_arm_range(&wheel, &t[1].timer, 200001, 200001 + 65535), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[1].timer), 262144); /* 4 * 65536 */
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 262143), 0);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 262144), 1);
+    rota_wheel_stats(&wheel, &st);
+    CHECK_EQ_U64(st.refiled, 1);
+    CHECK_WHEEL(&wheel);
+}
+
+/* The touch with slack stores nothing while the deadline is inside the
+ * window, and otherwise touches to the window's pick. */
+TEST(touch_range_keeps_a_deadline_inside_the_window)
+{
+    struct tn t[2];
+    struct rota_stats st;
+
+    rota_wheel_init(&wheel, 0);
+    tn_init_all(t, 2);
+    CHECK_EQ_INT(rota_timer_touch_range(&wheel, &t[0].timer, 10, 20),
+                 ROTA_ENOENT);
+    CHECK_EQ_INT(rota_timer_arm_range(&wheel, &t[0].timer, 29000, 31000), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[0].timer), 30720); /* 15 * 2048 */
+    /* Refreshed every 100 ticks with a +-1000 window: the deadline holds
+     * until now + 29000 passes it. */
+    unsigned stores = 0;
+    uint64_t last = rota_timer_deadline(&t[0].timer);
+    for (uint64_t now = 100; now <= 5000; now += 100) {
+        CHECK_EQ_INT(rota_wheel_advance(&wheel, now), 0);
+        CHECK_EQ_INT(rota_timer_touch_range(&wheel, &t[0].timer, now + 29000,
+                                            now + 31000),
+                     0);
+        uint64_t d = rota_timer_deadline(&t[0].timer);
+        CHECK(d >= now + 29000 && d <= now + 31000);
+        if (d != last)
+            stores++;
+        last = d;
+    }
+    CHECK(stores <= 4); /* 50 refreshes, a handful of moves */
+    rota_wheel_stats(&wheel, &st);
+    CHECK_EQ_U64(st.touched, stores);
+    /* An earlier window moves it earlier at once. */
+    CHECK_EQ_INT(rota_timer_touch_range(&wheel, &t[0].timer, 5100, 5200), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[0].timer), 5120);
+    CHECK_EQ_INT(rota_timer_touch_range(&wheel, &t[0].timer, 9, 8),
+                 ROTA_EINVAL);
+    CHECK_EQ_U64(rota_timer_deadline(&t[0].timer), 5120);
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 5119), 0);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 5120), 1);
+    CHECK_WHEEL(&wheel);
+}
+
 TEST(touch_later_fires_at_new_deadline)
 {
     struct tn t[4];
@@ -2230,6 +2337,8 @@ int main(int argc, char **argv)
         H_TEST(stats_counters),
         H_TEST(stats_touch_to_same_deadline_is_not_counted),
         H_TEST(touch_later_fires_at_new_deadline),
+        H_TEST(arm_range_picks_the_coarsest_instant),
+        H_TEST(touch_range_keeps_a_deadline_inside_the_window),
         H_TEST(touch_unchecked_moves_later_and_heals_the_cache),
         H_TEST(callback_uses_another_wheel),
         H_TEST(arms_at_or_before_now_in_callback_wait_for_next_call),

@@ -1119,9 +1119,20 @@ int drv_step(struct drv *d)
          * population fills every level) */
         id = (uint32_t)rnd(d, d->cfg.pool);
         x = gen_deadline(d, now);
-        snprintf(d->op, sizeof d->op, "arm(t%u, %" PRIu64 ")", id, x);
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d, rota_timer_arm(w, T(d, id), x), model_arm(&d->m, id, x));
+        if (chance(d, 15)) { /* with slack: a window from x */
+            p = chance(d, 5) ? sub_floor(x, 1 + rnd(d, 3)) /* EINVAL */
+                             : add_sat(x, gen_delta(d));
+            snprintf(d->op, sizeof d->op,
+                     "arm_range(t%u, %" PRIu64 ", %" PRIu64 ")", id, x, p);
+            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+            expect_rc(d, rota_timer_arm_range(w, T(d, id), x, p),
+                      model_arm_range(&d->m, id, x, p));
+        } else {
+            snprintf(d->op, sizeof d->op, "arm(t%u, %" PRIu64 ")", id, x);
+            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+            expect_rc(d, rota_timer_arm(w, T(d, id), x),
+                      model_arm(&d->m, id, x));
+        }
         check_timer(d, id);
     } else if (op < 220) {
         id = (uint32_t)rnd(d, d->cfg.pool);
@@ -1163,11 +1174,19 @@ int drv_step(struct drv *d)
             d->unchecked_touches++;
             expect_rc(d, 0, model_touch(&d->m, id, x));
             d->m.stats.touched = touched;
-        } else {
+        } else if (op >= 400 || chance(d, 80)) {
             snprintf(d->op, sizeof d->op, "touch(t%u, %" PRIu64 ")", id, x);
             trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
             expect_rc(d, rota_timer_touch(w, T(d, id), x),
                       model_touch(&d->m, id, x));
+        } else { /* with slack around x: often holds the deadline already */
+            uint64_t lo = sub_floor(x, rnd(d, 2) ? 0 : gen_delta(d));
+            p = add_sat(x, rnd(d, 3) ? gen_delta(d) : 0);
+            snprintf(d->op, sizeof d->op,
+                     "touch_range(t%u, %" PRIu64 ", %" PRIu64 ")", id, lo, p);
+            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+            expect_rc(d, rota_timer_touch_range(w, T(d, id), lo, p),
+                      model_touch_range(&d->m, id, lo, p));
         }
         check_timer(d, id);
     } else if (op < 510) {
