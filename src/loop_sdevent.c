@@ -24,9 +24,9 @@
  * iteration after every event; the prepare callback costs a counter read.
  *
  * The source is SD_EVENT_ON, not ONESHOT: after a wake-up that stopped at
- * the budget, it is simply left due (set to the wheel's current time), and
- * sd-event dispatches it again in its next iteration, after a non-blocking
- * poll; sd-event orders pending sources of one priority by the iteration
+ * the budget, it is simply left where it was, in the past, and sd-event
+ * dispatches it again in its next iteration, after a non-blocking poll,
+ * without a call to move it; sd-event orders pending sources of one priority by the iteration
  * that found them pending, so I/O found in between runs first.  A timer
  * that re-arms itself with delay 0 from its callback is filed for the next
  * advance by the wheel (rota.h), and so waits for that same next iteration:
@@ -127,12 +127,10 @@ static int on_time(sd_event_source *s, uint64_t usec, void *userdata)
     if (rs->source_ == NULL)
         return 0; /* closed from a callback, against the header's advice */
     if (more == 1) {
-        /* Work left: due again at once, after the loop has polled.  An ON
-         * source left at a past time is found pending again by sd-event's
-         * next iteration, so it need not be set if it is there already. */
+        /* Work left.  The source's time has passed (it just fired), and an
+         * ON source left at a past time is found pending again by
+         * sd-event's next iteration, after its poll: nothing to set. */
         rs->seen_armed_ = loop_armed_count(rs->wheel_);
-        if (rs->armed_ != rota_wheel_now(rs->wheel_))
-            arm_at(rs, rota_wheel_now(rs->wheel_));
         return 0;
     }
     /* Whatever happens, return 0: sd-event disables a source whose

@@ -80,8 +80,8 @@
  *
  * BUDGET
  *   rota_sdevent_set_budget() bounds the callbacks of one wake-up.  When it
- *   stops with work left, the source is set to the wheel's current time: it
- *   is due again at once, and sd-event dispatches it in a later iteration,
+ *   stops with work left, the source is left at its past time: it is still
+ *   due, and sd-event dispatches it again in its next iteration,
  *   after one poll for I/O (without blocking), so a storm of expiries cannot
  *   hold the loop's I/O for longer than one budget.
  *
