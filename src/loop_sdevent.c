@@ -56,6 +56,14 @@ static int sd_failed(int r)
     return ROTA_ESYS;
 }
 
+/* Disable and release a source (sd_event_source_disable_unref() does both,
+ * but only from systemd 248 on). */
+static void drop_source(sd_event_source *src)
+{
+    (void)sd_event_source_set_enabled(src, SD_EVENT_OFF);
+    sd_event_source_unref(src);
+}
+
 /* Set the source to `deadline` (ticks; ROTA_NEVER: infinity). */
 static int arm_at(struct rota_sdevent *rs, uint64_t deadline)
 {
@@ -174,7 +182,7 @@ int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
     if (r >= 0)
         (void)sd_event_source_set_description(src, "rota-wheel");
     if (r < 0) {
-        sd_event_source_disable_unref(src);
+        drop_source(src);
         return sd_failed(r);
     }
     rs->source_ = src;
@@ -232,7 +240,7 @@ void rota_sdevent_close(struct rota_sdevent *rs)
     if (rs == NULL)
         return;
     if (rs->source_ != NULL)
-        sd_event_source_disable_unref(rs->source_);
+        drop_source(rs->source_);
     rs->source_ = NULL;
     rs->armed_ = ROTA_NEVER;
 }
