@@ -160,7 +160,7 @@ int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
     rs->rearms_ = 0;
     rs->wakeups_ = 0;
     rs->budget_ = 0;
-    if (event == NULL || wheel == NULL || clock == NULL)
+    if (event == NULL || !loop_can_bind(wheel, clock))
         return ROTA_EINVAL;
     rs->clock_ = *clock;
     /* sd-event has no coarse time sources; the coarse clock is the same

@@ -80,7 +80,7 @@
  *     the lowest level.  Its earliest deadline is found by one pass over that
  *     slot (touched timers met on the way are filed where they belong) and
  *     cached until a timer with that deadline fires, moves or is cancelled.
- *     rota_timer_touch_unchecked() moves a deadline without telling the
+ *     rota_timer_touch_at_unchecked() moves a deadline without telling the
  *     wheel, so the cache may then be early, never late: a call that
  *     reaches it takes the full path and forgets it (settle_earliest()).
  *
@@ -718,7 +718,7 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
 
 /*
  * The end of a call that ran peek_due() (`more`: timers are still due).
- * rota_timer_touch_unchecked() moves deadlines without telling the wheel,
+ * rota_timer_touch_at_unchecked() moves deadlines without telling the wheel,
  * so the cached earliest deadline E may be stale: earlier than the truth.
  * It must not stay at or before now, or timeout_ms() would answer 0
  * forever; so a pass that leaves nothing due forgets such an E, and
@@ -1100,10 +1100,10 @@ int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-/* Every case rota_timer_arm() does not file inline: a pending timer, a
+/* Every case rota_timer_arm_at() does not file inline: a pending timer, a
  * deadline at or before now or inside a half-cascaded slot, bad input. */
-int rota_timer_arm_noinline(struct rota_wheel *w, struct rota_timer *t,
-                            uint64_t deadline)
+int rota_timer_arm_at_noinline(struct rota_wheel *w, struct rota_timer *t,
+                               uint64_t deadline)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1112,9 +1112,9 @@ int rota_timer_arm_noinline(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-int rota_timer_arm_periodic(struct rota_wheel *w, struct rota_timer *t,
-                            uint64_t first_deadline, uint64_t period,
-                            enum rota_missed missed)
+int rota_timer_arm_periodic_at(struct rota_wheel *w, struct rota_timer *t,
+                               uint64_t first_deadline, uint64_t period,
+                               enum rota_missed missed)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1152,8 +1152,8 @@ static int clamp_window(const struct rota_wheel *w, uint64_t *earliest,
     return 0;
 }
 
-int rota_timer_arm_range(struct rota_wheel *w, struct rota_timer *t,
-                         uint64_t earliest, uint64_t latest)
+int rota_timer_arm_range_at(struct rota_wheel *w, struct rota_timer *t,
+                            uint64_t earliest, uint64_t latest)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1164,8 +1164,9 @@ int rota_timer_arm_range(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-int rota_timer_touch_range(struct rota_wheel *w, struct rota_timer *t,
-                           uint64_t earliest, uint64_t latest)
+int rota_timer_touch_range_at_noinline(struct rota_wheel *w,
+                                       struct rota_timer *t, uint64_t earliest,
+                                       uint64_t latest)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1176,11 +1177,11 @@ int rota_timer_touch_range(struct rota_wheel *w, struct rota_timer *t,
         return ROTA_ENOENT;
     if (t->deadline_ >= earliest && t->deadline_ <= latest)
         return 0;
-    return rota_timer_touch_noinline(w, t, coarsest_in(earliest, latest));
+    return rota_timer_touch_at_noinline(w, t, coarsest_in(earliest, latest));
 }
 
-int rota_timer_touch_noinline(struct rota_wheel *w, struct rota_timer *t,
-                              uint64_t deadline)
+int rota_timer_touch_at_noinline(struct rota_wheel *w, struct rota_timer *t,
+                                 uint64_t deadline)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1295,8 +1296,11 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
 {
     uint64_t count = 0, earliest = ROTA_NEVER;
 
-    if (w == NULL)
-        FAIL("NULL wheel");
+    if (w == NULL) {
+        if (why != NULL)
+            *why = "NULL wheel";
+        return ROTA_EINVAL; /* a bad argument, not a corrupt wheel */
+    }
     uint64_t budget = pending_count(w) + 1;
     if (w->cur_ > w->now_)
         FAIL("cur is after now");
@@ -1349,7 +1353,7 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         FAIL("next_step is later than a due timer");
     if (!w->in_pass_ && w->earliest_ != 0 && w->next_step_ > w->earliest_)
         FAIL("next_step is later than the cached earliest deadline");
-    /* Early is allowed: after rota_timer_touch_unchecked() the cache may
+    /* Early is allowed: after rota_timer_touch_at_unchecked() the cache may
      * hold an old deadline (rota.h); later than a pending deadline never. */
     if (w->earliest_ != 0 && w->earliest_ > earliest)
         FAIL("cached earliest deadline is later than a pending one");

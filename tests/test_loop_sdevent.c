@@ -22,13 +22,20 @@ static struct rota_sdevent rs;
 static sd_event_source *watches[MAX_FD];
 static int nwatched;
 
-static void v_init(struct rota_wheel *wheel, uint64_t tick_ns)
+static void v_init(struct rota_wheel *wheel, const struct rota_clock *clock)
 {
     CHECK(sd_event_new(&event) >= 0);
-    CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, tick_ns) == 0);
-    rota_wheel_init(wheel, rota_clock_now(&clk));
+    clk = *clock;
     nwatched = 0;
-    CHECK(rota_sdevent_init(&rs, event, wheel, &clk) == 0);
+    CHECK(rota_sdevent_init(&rs, event, wheel, clock) == 0);
+}
+
+/* For this file's own tests: lt_wheel on a CLOCK_MONOTONIC of tick_ns. */
+static void sd_init(uint64_t tick_ns)
+{
+    CHECK(rota_clock_init(&lt_clock, ROTA_CLOCK_MONOTONIC, tick_ns) == 0);
+    CHECK(rota_wheel_init(&lt_wheel, rota_clock_now(&lt_clock)) == 0);
+    v_init(&lt_wheel, &lt_clock);
 }
 
 static uint64_t v_deadline_after(uint64_t delay_ns)
@@ -116,6 +123,8 @@ static const struct lt_ops sdevent_ops = {
     .rearms = v_rearms,
     .wakeups = v_wakeups,
     .sync_in_callbacks = false,
+    .sync_before_run = false,
+    .sync_before_rerun = false,
     .counts_rearms = true,
 };
 
@@ -148,9 +157,14 @@ TEST(sdevent_lifetime)
 
     CHECK(sd_event_new(&event) >= 0);
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
-    rota_wheel_init(&wheel, rota_clock_now(&clk));
+    CHECK(rota_wheel_init(&wheel, rota_clock_now(&clk)) == 0);
     CHECK(rota_sdevent_init(&rs, event, NULL, &clk) == ROTA_EINVAL);
     CHECK(rota_sdevent_init(&rs, event, &wheel, NULL) == ROTA_EINVAL);
+    /* Never initialised (zeroed): refused, not used. */
+    static struct rota_wheel zeroed_wheel;
+    struct rota_clock zeroed_clock = {0};
+    CHECK(rota_sdevent_init(&rs, event, &zeroed_wheel, &clk) == ROTA_EINVAL);
+    CHECK(rota_sdevent_init(&rs, event, &wheel, &zeroed_clock) == ROTA_EINVAL);
 
     /* A clock sd-event has no time sources for is refused.  (No
      * rota_clock_init() source is such a clock: the field is set by hand.) */
@@ -161,7 +175,7 @@ TEST(sdevent_lifetime)
     /* A wheel that already holds a timer: init sets the source to it. */
     rota_timer_init(&t, on_fire);
     uint64_t d = rota_clock_deadline_after(&clk, 5 * LT_MS);
-    CHECK(rota_timer_arm(&wheel, &t, d) == 0);
+    CHECK(rota_timer_arm_at(&wheel, &t, d) == 0);
     CHECK(rota_sdevent_init(&rs, event, &wheel, &clk) == 0);
     CHECK(rota_sdevent_armed(&rs) == d);
     CHECK_CMPU(rota_sdevent_rearms(&rs), ==, 1);
@@ -199,14 +213,14 @@ static void arm_from_io(int fd, void *arg)
     v_unwatch(fd);
     rota_timer_init(&from_io, on_fire);
     from_io_due = lt_mono_ns() + 20 * LT_MS;
-    CHECK(rota_timer_arm(&lt_wheel, &from_io,
-                         rota_sdevent_deadline_after(&rs, 20 * LT_MS)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &from_io,
+                            rota_sdevent_deadline_after(&rs, 20 * LT_MS)) == 0);
 }
 
 TEST(sdevent_arm_from_io_into_an_empty_wheel)
 {
     int pair[2];
-    v_init(&lt_wheel, LT_MS);
+    sd_init(LT_MS);
     CHECK(rota_sdevent_armed(&rs) == ROTA_NEVER);
     CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, pair) == 0);
     v_watch(pair[0], arm_from_io, NULL);
@@ -233,11 +247,11 @@ TEST(sdevent_arm_from_io_into_an_empty_wheel)
 TEST(sdevent_arm_outside_the_loop_needs_no_sync)
 {
     struct rota_timer t;
-    v_init(&lt_wheel, LT_MS);
+    sd_init(LT_MS);
     rota_timer_init(&t, on_fire);
     uint64_t due = lt_mono_ns() + 20 * LT_MS;
-    CHECK(rota_timer_arm(&lt_wheel, &t,
-                         rota_sdevent_deadline_after(&rs, 20 * LT_MS)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &t,
+                            rota_sdevent_deadline_after(&rs, 20 * LT_MS)) == 0);
     CHECK(rota_sdevent_armed(&rs) == ROTA_NEVER);
     fired = 0;
     CHECK(sd_event_run(event, 2000000) == 1);
@@ -270,13 +284,13 @@ static void note_io(int fd, void *arg)
 TEST(sdevent_budget_lets_io_in)
 {
     int pair[2];
-    v_init(&lt_wheel, LT_MS);
+    sd_init(LT_MS);
     rota_sdevent_set_budget(&rs, BUDGET);
     uint64_t due = lt_mono_ns() + 10 * LT_MS;
     uint64_t d = rota_sdevent_deadline_after(&rs, 10 * LT_MS);
     for (int i = 0; i < BUDGET_TIMERS; i++) {
         rota_timer_init(&storm[i], on_fire);
-        CHECK(rota_timer_arm(&lt_wheel, &storm[i], d) == 0);
+        CHECK(rota_timer_arm_at(&lt_wheel, &storm[i], d) == 0);
     }
     CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, pair) == 0);
     fired = 0;
@@ -322,8 +336,9 @@ TEST(sdevent_coarse_clock_fires_once)
     fired = 0;
     for (int round = 0; round < 20; round++) {
         uint64_t due = rota_clock_now_ns(&clk) + 3 * LT_MS;
-        CHECK(rota_timer_arm(&lt_wheel, &t,
-                             rota_clock_deadline_after(&clk, 3 * LT_MS)) == 0);
+        CHECK(rota_timer_arm_at(&lt_wheel, &t,
+                                rota_clock_deadline_after(&clk, 3 * LT_MS)) ==
+              0);
         int before = fired;
         while (fired == before && rota_sdevent_wakeups(&rs) < 1000)
             CHECK(sd_event_run(event, 1000000) >= 0);
@@ -341,14 +356,16 @@ TEST(sdevent_coarse_clock_fires_once)
 TEST(sdevent_child_of_fork_gets_echild)
 {
     struct rota_timer a, b;
-    v_init(&lt_wheel, LT_MS);
+    sd_init(LT_MS);
     rota_timer_init(&a, on_fire);
     rota_timer_init(&b, on_fire);
-    CHECK(rota_timer_arm(&lt_wheel, &a,
-                         rota_sdevent_deadline_after(&rs, 5000 * LT_MS)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &a,
+                            rota_sdevent_deadline_after(&rs, 5000 * LT_MS)) ==
+          0);
     CHECK(rota_sdevent_sync(&rs) == 1);
-    CHECK(rota_timer_arm(&lt_wheel, &b,
-                         rota_sdevent_deadline_after(&rs, 1000 * LT_MS)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &b,
+                            rota_sdevent_deadline_after(&rs, 1000 * LT_MS)) ==
+          0);
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);
@@ -390,6 +407,8 @@ static const struct lt_ops early_ops = {
     .rearms = v_rearms,
     .wakeups = v_wakeups,
     .sync_in_callbacks = false,
+    .sync_before_run = false,
+    .sync_before_rerun = false,
     .counts_rearms = true,
 };
 

@@ -21,10 +21,10 @@
  *     rota_sdevent_init(&rs, event, &wheel, &clock);
  *     rota_timer_init(&c->idle, on_idle);
  *     uint64_t idle_ns = 30ull * 1000000000;                   // 30 s
- *     rota_timer_arm(&wheel, &c->idle,
+ *     rota_timer_arm_at(&wheel, &c->idle,
  *                    rota_sdevent_deadline_after(&rs, idle_ns));
  *     ... in the I/O callback:
- *     rota_timer_touch(&wheel, &c->idle,
+ *     rota_timer_touch_at(&wheel, &c->idle,
  *                      rota_sdevent_deadline_after(&rs, idle_ns));
  *     sd_event_loop(event);        // until sd_event_exit()
  *     rota_sdevent_close(&rs);
@@ -126,9 +126,10 @@ struct rota_sdevent {
 /*
  * Bind to `wheel` (already initialised, in ticks of `clock`; the clock is
  * copied) and add the time source to `event`, set to the wheel's next
- * deadline.  0, ROTA_EINVAL (a NULL argument, or a clock sd-event has no
- * time sources for), or ROTA_ESYS (sd-event refused: errno says why, ENOMEM,
- * or ECHILD for a loop of the parent process).  After a failure
+ * deadline.  0, ROTA_EINVAL (a NULL argument, a wheel or a clock never
+ * initialised: zeroed, or a clock sd-event has no time sources for), or
+ * ROTA_ESYS (sd-event refused: errno says why, ENOMEM, or ECHILD for a loop
+ * of the parent process).  After a failure
  * rota_sdevent_close() is a harmless no-op.
  */
 ROTA_API int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,

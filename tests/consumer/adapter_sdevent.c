@@ -43,8 +43,8 @@ int main(void)
         return fail("rota_sdevent_init failed");
     rota_timer_init(&timer, on_timer);
     deadline = rota_sdevent_deadline_after(&rs, 2000000);
-    if (rota_timer_arm(&wheel, &timer, deadline) != 0)
-        return fail("rota_timer_arm failed");
+    if (rota_timer_arm_at(&wheel, &timer, deadline) != 0)
+        return fail("rota_timer_arm_at failed");
     if (rota_sdevent_sync(&rs) != 1) /* so that armed() is current */
         return fail("rota_sdevent_sync did not set the source");
     /* An sd-event loop never ends by itself: run until the wheel's source

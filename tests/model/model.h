@@ -87,8 +87,8 @@ int model_arm_periodic(struct model *m, uint32_t id, uint64_t first,
                        uint64_t period, int policy);
 int model_touch(struct model *m, uint32_t id, uint64_t deadline);
 int model_cancel(struct model *m, uint32_t id);
-/* rota_timer_arm_range() and rota_timer_touch_range(): the deadline is the
- * instant of the clamped window divisible by the largest power of two. */
+/* rota_timer_arm_range_at() and rota_timer_touch_range_at(): the deadline is
+ * the instant of the clamped window divisible by the largest power of two. */
 int model_arm_range(struct model *m, uint32_t id, uint64_t earliest,
                     uint64_t latest);
 int model_touch_range(struct model *m, uint32_t id, uint64_t earliest,
