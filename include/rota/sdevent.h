@@ -22,10 +22,10 @@
  *     rota_timer_init(&c->idle, on_idle);
  *     uint64_t idle_ns = 30ull * 1000000000;                   // 30 s
  *     rota_timer_arm_at(&wheel, &c->idle,
- *                    rota_sdevent_deadline_after(&rs, idle_ns));
+ *                       rota_sdevent_deadline_after(&rs, idle_ns));
  *     ... in the I/O callback:
  *     rota_timer_touch_at(&wheel, &c->idle,
- *                      rota_sdevent_deadline_after(&rs, idle_ns));
+ *                         rota_sdevent_deadline_after(&rs, idle_ns));
  *     sd_event_loop(event);        // until sd_event_exit()
  *     rota_sdevent_close(&rs);
  *     sd_event_unref(event);
@@ -68,9 +68,9 @@
  *   (USEC_INFINITY) while the wheel is empty, and the wheel neither keeps the
  *   loop alive nor ends it.  A program that wants to stop when its last
  *   timer has fired calls sd_event_exit() from that timer's callback, or
- *   loops while rota_sdevent_armed() is not ROTA_NEVER.  When the last timer
- *   is cancelled the source stays set (cancel never moves it): it wakes once
- *   more, finds nothing, and is set to infinity.
+ *   calls sd_event_run() while the wheel holds timers (rota_wheel_count()).
+ *   When the last timer is cancelled the source stays set (cancel never
+ *   moves it): it wakes once more, finds nothing, and is set to infinity.
  *
  *   The source holds a reference to the loop until rota_sdevent_close(),
  *   which disables and releases it; then the struct may be freed.  The wheel
@@ -81,9 +81,9 @@
  * BUDGET
  *   rota_sdevent_set_budget() bounds the callbacks of one wake-up.  When it
  *   stops with work left, the source is left at its past time: it is still
- *   due, and sd-event dispatches it again in its next iteration,
- *   after one poll for I/O (without blocking), so a storm of expiries cannot
- *   hold the loop's I/O for longer than one budget.
+ *   due, and sd-event dispatches it again in its next iteration, after one
+ *   poll for I/O (without blocking), so a storm of expiries cannot hold the
+ *   loop's I/O for longer than one budget.
  *
  * CALLBACK CONTEXT
  *   Timer callbacks run from the source's callback, inside
