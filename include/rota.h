@@ -257,7 +257,7 @@ struct rota_timer {
     uint64_t deadline_; /* current deadline; may be later than the slot's */
     uint32_t wheel_id_; /* which wheel it is pending on, 0 when idle */
     uint16_t spare_;    /* always 0 */
-    uint8_t policy_;    /* enum rota_missed if periodic; 0xff one-shot */
+    uint8_t policy_;    /* 0 one-shot; enum rota_missed + 1 if periodic */
     uint8_t magic_;     /* set by rota_timer_init(), checked by every call */
     struct rota_link link_;
     uint64_t period_; /* of a periodic timer; not read for a one-shot */
@@ -387,17 +387,19 @@ struct rota_stats {
 struct rota_wheel {
     /* private.  The first 64 bytes hold what the inline arm, cancel and
      * touch read. */
-    uint64_t now_;         /* latest time the caller gave */
-    uint64_t cur_;         /* time the lists are filed against (<= now_) */
-    uint64_t next_step_;   /* lower bound of the next slot that comes due */
-    uint64_t earliest_;    /* exact earliest deadline, 0 when not known */
-    uint64_t cascade_end_; /* end of the slot in cascade_, 0 when none */
-    uint32_t id_;
+    uint64_t now_;          /* latest time the caller gave */
+    uint64_t cur_;          /* time the lists are filed against (<= now_) */
+    uint64_t next_step_;    /* lower bound of the next slot that comes due */
+    uint64_t earliest_;     /* exact earliest deadline, 0 when not known */
+    uint64_t pending_tags_; /* tag word of a one-shot pending here: id, magic */
+    uint64_t idle_tags_;    /* an idle timer's tag word, another value while a
+                            slot is half cascaded (no inline arm then) */
     uint32_t occupied_words_; /* bit i: occupied_[i] != 0 */
     uint8_t in_pass_;
-    uint8_t reserved_[7];
-    uint64_t rearmed_; /* arms of pending timers: see pending_count() */
-    uint64_t refired_; /* fires after which a periodic timer stayed */
+    uint8_t reserved_[3];
+    uint64_t cascade_end_; /* end of the slot in cascade_, 0 when none */
+    uint64_t rearmed_;     /* arms of pending timers: see pending_count() */
+    uint64_t refired_;     /* fires after which a periodic timer stayed */
     struct rota_stats stats_;
     struct rota_link due_;      /* timers due at cur_, in firing order */
     struct rota_link deferred_; /* armed during a pass, due at once */
@@ -414,7 +416,7 @@ struct rota_wheel {
  * accepts it, so every call goes to the library's checks.  Private. */
 #define ROTA__TIMER_MAGIC_DEBUG 0xd6u
 /* policy_ of a one-shot timer.  Private. */
-#define ROTA__ONESHOT 0xffu
+#define ROTA__ONESHOT 0u
 
 /* Private, for the inline functions: a list the caller just emptied by
  * unlinking its last timer; clears the slot's occupancy bit if `head` is a
@@ -425,15 +427,13 @@ ROTA_API void rota__list_emptied(struct rota_wheel *wheel,
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) &&                            \
     __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define ROTA__INLINE_PATHS 1
-/* Private: a timer's deadline and its tags (wheel id, spare 0, policy,
+/* Private: a timer's deadline and its tag word (wheel id, spare 0, policy,
  * magic) in one 16-byte store (see wheel.c: what an operation costs). */
 static inline void rota__write_head(struct rota_timer *timer, uint64_t deadline,
-                                    uint32_t wheel_id, unsigned policy)
+                                    uint64_t tags)
 {
     typedef uint64_t rota__two_words __attribute__((vector_size(16)));
-    rota__two_words head = {deadline, (uint64_t)wheel_id |
-                                          (uint64_t)policy << 48 |
-                                          (uint64_t)ROTA__TIMER_MAGIC << 56};
+    rota__two_words head = {deadline, tags};
     __builtin_memcpy(timer, &head, sizeof head);
 }
 
@@ -443,6 +443,11 @@ static inline void rota__write_head(struct rota_timer *timer, uint64_t deadline,
  * cache, behind cancel's two neighbour stores, which miss. */
 #define ROTA__TAG_ID_MAGIC UINT64_C(0xff000000ffffffff)
 #define ROTA__TAG_MAGIC ((uint64_t)ROTA__TIMER_MAGIC << 56)
+/* Private: the tag word of every idle timer is exactly ROTA__TAG_MAGIC, so
+ * one compare against the wheel's idle_tags_ tells the inline arm both
+ * "idle, initialised" and "no half-done cascade" (idle_tags_ is then
+ * ROTA__TAG_BUSY, which no timer carries: its spare bits are set). */
+#define ROTA__TAG_BUSY (ROTA__TAG_MAGIC | UINT64_C(0xffff) << 32)
 static inline uint64_t rota__tags(const struct rota_timer *timer)
 {
     uint64_t tags;
@@ -481,7 +486,7 @@ static inline int rota__arm_fast(struct rota_wheel *wheel,
     timer->link_.next = head;
     tail->next = &timer->link_;
     head->prev = &timer->link_;
-    rota__write_head(timer, deadline, wheel->id_, ROTA__ONESHOT);
+    rota__write_head(timer, deadline, wheel->pending_tags_); /* one-shot */
     wheel->stats_.armed++;
     if (deadline < wheel->earliest_) /* never true while unknown (0) */
         wheel->earliest_ = deadline;
@@ -493,11 +498,10 @@ static inline int rota_timer_arm(struct rota_wheel *wheel,
                                  struct rota_timer *timer, uint64_t deadline)
 {
 #ifdef ROTA__INLINE_PATHS
-    /* An idle timer, a deadline after now (so not due, nothing to clamp)
-     * and outside a slot that a limited advance left half cascaded. */
+    /* An idle timer, no slot half cascaded by a limited advance, and a
+     * deadline after now (so not due, nothing to clamp). */
     if (wheel != NULL && timer != NULL &&
-        (rota__tags(timer) & ROTA__TAG_ID_MAGIC) == ROTA__TAG_MAGIC &&
-        deadline > wheel->now_ && deadline >= wheel->cascade_end_ &&
+        rota__tags(timer) == wheel->idle_tags_ && deadline > wheel->now_ &&
         deadline <= ROTA_MAX_DEADLINE)
         return rota__arm_fast(wheel, timer, deadline);
 #endif
@@ -520,14 +524,12 @@ static inline int rota_timer_cancel(struct rota_wheel *wheel,
 {
 #ifdef ROTA__INLINE_PATHS
     /* A timer pending on this wheel (wheel ids are never 0). */
-    uint64_t tags;
     if (wheel != NULL && timer != NULL &&
-        ((tags = rota__tags(timer)) & ROTA__TAG_ID_MAGIC) ==
-            (wheel->id_ | ROTA__TAG_MAGIC)) {
+        (rota__tags(timer) & ROTA__TAG_ID_MAGIC) == wheel->pending_tags_) {
         struct rota_link *prev = timer->link_.prev, *next = timer->link_.next;
         prev->next = next;
         next->prev = prev;
-        rota__set_tags(timer, tags & ~(uint64_t)UINT32_MAX); /* idle */
+        rota__set_tags(timer, ROTA__TAG_MAGIC); /* idle */
         wheel->stats_.cancelled++;
         if (timer->deadline_ == wheel->earliest_)
             wheel->earliest_ = 0; /* the cached earliest may be gone */
@@ -546,7 +548,8 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
      * never 0) moved to a later deadline that needs no clamping.  The timer
      * stays where it is filed; the wheel checks it when its slot comes due.
      * This mirrors the store path of rota_timer_touch_noinline(). */
-    if (wheel != NULL && timer != NULL && timer->wheel_id_ == wheel->id_ &&
+    if (wheel != NULL && timer != NULL &&
+        timer->wheel_id_ == (uint32_t)wheel->pending_tags_ &&
         timer->magic_ == ROTA__TIMER_MAGIC && deadline > timer->deadline_ &&
         deadline >= wheel->now_ && deadline <= ROTA_MAX_DEADLINE) {
         uint64_t old = timer->deadline_;
@@ -588,8 +591,8 @@ static inline void rota_timer_touch_unchecked(struct rota_wheel *wheel,
     assert(wheel != NULL && timer != NULL &&
            (timer->magic_ == ROTA__TIMER_MAGIC ||
             timer->magic_ == ROTA__TIMER_MAGIC_DEBUG) &&
-           timer->wheel_id_ == wheel->id_ && deadline >= timer->deadline_ &&
-           deadline <= ROTA_MAX_DEADLINE);
+           timer->wheel_id_ == (uint32_t)wheel->pending_tags_ &&
+           deadline >= timer->deadline_ && deadline <= ROTA_MAX_DEADLINE);
     (void)wheel;
     timer->deadline_ = deadline;
 }
@@ -645,8 +648,9 @@ static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
  * of callbacks run in *fired (if not NULL).  Returns 1 if it stopped at a
  * limit with work left (due timers, or timers to file again: call again
  * soon, before sleeping), 0 if nothing due remains, or a negative error.
- * While a cascade is left half done, rota_timer_arm() of a deadline inside
- * that slot takes the out-of-line path, to keep tie order.
+ * While a cascade is left half done, rota_timer_arm() takes the out-of-line
+ * path (a deadline inside that slot joins the cascade's back, to keep tie
+ * order).
  */
 ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
                                     size_t max_fires, size_t *fired);

@@ -166,6 +166,30 @@ _Static_assert(SLOT_COUNT / 64 <= 32, "occupied_words_ has a bit per word");
 #define TIMER_MAGIC ROTA__TIMER_MAGIC
 #endif
 #define POLICY_ONESHOT ROTA__ONESHOT
+/* policy_ of a periodic timer: its enum rota_missed + 1 (a one-shot is 0,
+ * so a one-shot's tag word is the wheel's pending_tags_ as it is). */
+#define POLICY_OF(missed) ((unsigned)(missed) + 1u)
+
+/* The wheel's id, kept in the low half of its pending_tags_. */
+static inline uint32_t wheel_id(const struct rota_wheel *w)
+{
+    return (uint32_t)w->pending_tags_;
+}
+
+/* A slot is being cascaded from now until cascade_close(): arms whose
+ * deadline falls inside it must join the cascade's back, so the inline arm,
+ * which cannot tell, is switched off (rota.h: ROTA__TAG_BUSY). */
+static void cascade_open(struct rota_wheel *w, uint64_t end)
+{
+    w->cascade_end_ = end;
+    w->idle_tags_ = ROTA__TAG_BUSY;
+}
+
+static void cascade_close(struct rota_wheel *w)
+{
+    w->cascade_end_ = 0;
+    w->idle_tags_ = ROTA__TAG_MAGIC;
+}
 
 /*
  * A timer's deadline and its tags in one 16-byte store (see the essay: arm
@@ -186,7 +210,9 @@ static void write_head(struct rota_timer *t, uint64_t deadline,
                        uint32_t wheel_id, unsigned policy)
 {
 #ifdef ROTA__INLINE_PATHS
-    rota__write_head(t, deadline, wheel_id, policy);
+    rota__write_head(t, deadline,
+                     (uint64_t)wheel_id | (uint64_t)policy << 48 |
+                         ROTA__TAG_MAGIC);
 #else
     t->deadline_ = deadline;
     t->wheel_id_ = wheel_id;
@@ -200,13 +226,17 @@ static void write_head(struct rota_timer *t, uint64_t deadline,
 }
 
 /* Mark a timer idle.  The tag word is written whole, as the inline paths
- * read it (rota.h: rota__tags()). */
+ * read it (rota.h: rota__tags()), and is always the same: the inline arm
+ * compares it with one word. */
 static void set_idle(struct rota_timer *t)
 {
 #ifdef ROTA__INLINE_PATHS
-    rota__set_tags(t, rota__tags(t) & ~(uint64_t)UINT32_MAX);
+    rota__set_tags(t, ROTA__TAG_MAGIC);
 #else
     t->wheel_id_ = 0;
+    t->spare_ = 0;
+    t->policy_ = POLICY_ONESHOT;
+    t->magic_ = TIMER_MAGIC;
 #ifdef ROTA_DEBUG
     debug_seal(t);
 #endif
@@ -528,7 +558,7 @@ static bool run_cascade(struct rota_wheel *w, struct budget *b)
         place_timer(w, t, t->deadline_);
         w->stats_.refiled++;
     }
-    w->cascade_end_ = 0;
+    cascade_close(w);
     return true;
 }
 
@@ -564,7 +594,7 @@ static bool step(struct rota_wheel *w, uint64_t limit, struct budget *b)
     }
     /* next_step_ stays at cur while the cascade lasts: no idle path. */
     list_move_all(&w->cascade_, head);
-    w->cascade_end_ = slot_end(start, level_of(slot));
+    cascade_open(w, slot_end(start, level_of(slot)));
     return true;
 }
 
@@ -595,7 +625,7 @@ static struct rota_timer *peek_due(struct rota_wheel *w, struct budget *b)
             continue;
         }
         if (w->cascade_end_ != 0) /* emptied by cancels meanwhile */
-            w->cascade_end_ = 0;
+            cascade_close(w);
         if (!step(w, w->now_, b)) {
             /* Nothing comes due by now_: every list is also correctly filed
              * against now_, so the wheel can jump there. */
@@ -643,9 +673,9 @@ static bool next_period(const struct rota_wheel *w, const struct rota_timer *t,
     uint64_t period = t->period_;
     uint64_t late = w->now_ - fired; /* fired <= now: it came due */
 
-    if (late < period || t->policy_ == ROTA_MISSED_BURST)
+    if (late < period || t->policy_ == POLICY_OF(ROTA_MISSED_BURST))
         return add_deadline(fired, period, next);
-    if (t->policy_ == ROTA_MISSED_DELAY)
+    if (t->policy_ == POLICY_OF(ROTA_MISSED_DELAY))
         return add_deadline(w->now_, period, next);
     /* ROTA_MISSED_SKIP: fired + k * period, k = late / period + 1 >= 2. */
     uint64_t k = late / period + 1;
@@ -761,7 +791,8 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
     if (now > ROTA_MAX_DEADLINE)
         now = ROTA_MAX_DEADLINE;
     *w = (struct rota_wheel){0};
-    w->id_ = id;
+    w->pending_tags_ = id | ROTA__TAG_MAGIC;
+    w->idle_tags_ = ROTA__TAG_MAGIC;
     w->now_ = now;
     w->cur_ = now;
     w->next_step_ = ROTA_NEVER;
@@ -913,7 +944,7 @@ static uint64_t find_earliest(struct rota_wheel *w)
             break;
         run_cascade(w, &all);
     }
-    w->cascade_end_ = 0;
+    cascade_close(w);
     /* Inside a pass, timers armed by callbacks wait on the deferred list
      * (a later touch may have moved them past now_). */
     uint64_t best = ROTA_NEVER;
@@ -1023,7 +1054,7 @@ int rota_wheel_drain(struct rota_wheel *w,
     list_move_all(&batch, &w->due_);
     list_move_all(&batch, &w->deferred_);
     list_move_all(&batch, &w->cascade_);
-    w->cascade_end_ = 0;
+    cascade_close(w);
     unsigned slot;
     while (first_occupied(w, &slot)) {
         mark_empty(w, slot);
@@ -1066,7 +1097,7 @@ static int check_timer(const struct rota_wheel *w, const struct rota_timer *t)
     if (rc != 0)
         return rc;
 #endif
-    if (t->wheel_id_ != 0 && t->wheel_id_ != w->id_)
+    if (t->wheel_id_ != 0 && t->wheel_id_ != wheel_id(w))
         return ROTA_EOTHERWHEEL;
     return 0;
 }
@@ -1090,7 +1121,7 @@ static void arm_at(struct rota_wheel *w, struct rota_timer *t,
     }
     w->stats_.armed++;
     note_new_deadline(w, deadline);
-    write_head(t, deadline, w->id_, policy);
+    write_head(t, deadline, wheel_id(w), policy);
     if (w->in_pass_ && deadline <= w->now_)
         list_append(&w->deferred_, &t->link_);
     else
@@ -1103,7 +1134,7 @@ int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
     unsigned shift = (slot / ROTA_WHEEL_SLOTS) * ROTA_WHEEL_BITS;
     slot_filled(w, slot, deadline >> shift << shift);
     list_append(&w->slot_[slot], &t->link_);
-    write_head(t, deadline, w->id_, POLICY_ONESHOT);
+    write_head(t, deadline, wheel_id(w), POLICY_ONESHOT);
     w->stats_.armed++;
     note_new_deadline(w, deadline);
     return 0;
@@ -1131,7 +1162,7 @@ int rota_timer_arm_periodic(struct rota_wheel *w, struct rota_timer *t,
     if (period == 0 || (unsigned)missed > ROTA_MISSED_DELAY)
         return ROTA_EINVAL;
     t->period_ = period;
-    arm_at(w, t, clamp_deadline(w, first_deadline), (unsigned)missed);
+    arm_at(w, t, clamp_deadline(w, first_deadline), POLICY_OF(missed));
     return 0;
 }
 
@@ -1239,7 +1270,7 @@ static int check_list(const struct rota_wheel *w, const struct rota_link *head,
                  "overwritten while pending?)");
         if (n->next->prev != n || n->prev->next != n)
             FAIL("broken list links");
-        if (t->magic_ != TIMER_MAGIC || t->wheel_id_ != w->id_)
+        if (t->magic_ != TIMER_MAGIC || t->wheel_id_ != wheel_id(w))
             FAIL("timer on a list is not pending on this wheel");
 #ifdef ROTA_DEBUG
         if (!debug_sealed(t))
@@ -1273,6 +1304,12 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     if (!list_empty(&w->cascade_) &&
         (w->cascade_end_ <= w->cur_ || w->next_step_ > w->cur_))
         FAIL("a cascade is pending but the wheel does not know it");
+    if (w->idle_tags_ !=
+        (w->cascade_end_ != 0 ? ROTA__TAG_BUSY : ROTA__TAG_MAGIC))
+        FAIL("the inline arm is on during a cascade, or off without one");
+    if (wheel_id(w) == 0 ||
+        (w->pending_tags_ & ~(uint64_t)UINT32_MAX) != ROTA__TAG_MAGIC)
+        FAIL("the wheel's tag word is damaged");
     uint64_t first_start = ROTA_NEVER;
     for (unsigned level = 0; level < ROTA_WHEEL_LEVELS; level++) {
         unsigned cur_digit = digit_at(w->cur_, level);

@@ -178,12 +178,13 @@ static inline int debug_check_timer(const struct rota_wheel *w,
     if (t->spare_ != debug_seal_of(t)) {
         /* This wheel's pending timer, but its list does not lead here: a
          * copy.  (Links are followed only when the tags say so.) */
-        bool copy = t->wheel_id_ == w->id_ && t->link_.prev != NULL &&
-                    t->link_.prev->next != &t->link_;
+        bool copy = t->wheel_id_ == (uint32_t)w->pending_tags_ &&
+                    t->link_.prev != NULL && t->link_.prev->next != &t->link_;
         rota__debug_report(copy ? MISUSE_MOVED : MISUSE_OVERWRITTEN, t);
         return ROTA_EUNINIT;
     }
-    if (t->wheel_id_ == w->id_ && !debug_linked(&t->link_)) {
+    if (t->wheel_id_ == (uint32_t)w->pending_tags_ &&
+        !debug_linked(&t->link_)) {
         const char *misuse;
         const struct rota_timer *who;
         debug_blame(&t->link_, &misuse, &who);
@@ -214,8 +215,9 @@ extern _Atomic(uintptr_t) rota__debug_wheels[DEBUG_WHEELS];
 
 static inline void debug_wheel_born(const struct rota_wheel *w)
 {
-    atomic_store_explicit(&rota__debug_wheels[w->id_ % DEBUG_WHEELS],
-                          (uintptr_t)w, memory_order_relaxed);
+    atomic_store_explicit(
+        &rota__debug_wheels[(uint32_t)w->pending_tags_ % DEBUG_WHEELS],
+        (uintptr_t)w, memory_order_relaxed);
 }
 
 static inline bool debug_in_live_list(const struct rota_timer *t)
@@ -223,7 +225,7 @@ static inline bool debug_in_live_list(const struct rota_timer *t)
     uintptr_t base = atomic_load_explicit(
         &rota__debug_wheels[t->wheel_id_ % DEBUG_WHEELS], memory_order_relaxed);
     const struct rota_wheel *w = (const struct rota_wheel *)base;
-    if (w == NULL || w->id_ != t->wheel_id_)
+    if (w == NULL || (uint32_t)w->pending_tags_ != t->wheel_id_)
         return false; /* its wheel is gone (or unknown) */
     const struct rota_link *at = &t->link_;
     for (unsigned step = 0; step < DEBUG_WALK_BOUND; step++) {

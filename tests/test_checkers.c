@@ -71,6 +71,37 @@ TEST(wheel_check_catches_flipped_occupancy_bit)
     CHECK_EQ_INT(rota_timer_cancel(&wheel, &t), 1);
 }
 
+/* While a limited advance leaves a slot half cascaded, the inline arm must
+ * be switched off (an arm inside that slot has to join the cascade's back);
+ * a wheel that says otherwise would file such a timer out of order. */
+TEST(wheel_check_catches_inline_arm_left_on_in_a_cascade)
+{
+    static struct rota_timer t[10];
+    const char *why;
+
+    rota_wheel_init(&wheel, 0);
+    for (unsigned i = 0; i < 10; i++) {
+        rota_timer_init(&t[i], NULL);
+        CHECK_EQ_INT(rota_timer_arm(&wheel, &t[i], 300 + i), 0);
+    }
+    /* At 256 the level-1 slot [256, 512) cascades; a limit of 2 stops
+     * after two re-filings. */
+    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 256, 2, NULL), 1);
+    CHECK(wheel.cascade_end_ == 512);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    uint64_t busy = wheel.idle_tags_;
+    wheel.idle_tags_ = wheel.pending_tags_ & ~(uint64_t)UINT32_MAX;
+    CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
+    CHECK(has(why, "inline arm"));
+    wheel.idle_tags_ = busy;
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 299), 0);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    CHECK(wheel.cascade_end_ == 0);
+    for (unsigned i = 0; i < 10; i++)
+        CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[i]), 1);
+}
+
 TEST(wheel_check_catches_timer_in_the_wrong_slot)
 {
     struct rota_timer t;
@@ -170,6 +201,7 @@ int main(int argc, char **argv)
     static const struct h_test tests[] = {
         H_TEST(wheel_check_catches_flipped_occupancy_bit),
         H_TEST(wheel_check_catches_timer_in_the_wrong_slot),
+        H_TEST(wheel_check_catches_inline_arm_left_on_in_a_cascade),
         H_TEST(keyed_check_catches_timers_lost_behind_its_back),
         H_TEST(keyed_check_catches_a_corrupt_wheel),
     };
