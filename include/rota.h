@@ -129,12 +129,16 @@
  *   Your own code needs no flag and no rebuild: a debug build marks its
  *   timers with another marker byte, so the inline paths of rota.h,
  *   compiled in your code, hand every call to the library.  The cost is
- *   that call, the checks, and no read-ahead in list walks, for tests and
- *   debugging.  A wheel dropped with timers pending (allowed: see
- *   OWNERSHIP) leaves memory that looks pending; rota_timer_init() of it is
- *   not reported, since the checks find the wheel by its id and see it
- *   gone.  A normal build (ROTA_DEBUG off) has none of this: its code is
- *   the same as if the option did not exist.
+ *   that call, the checks, and no read-ahead in list walks (an arm and a
+ *   cancel run about 7 times the instructions of a normal build's), for
+ *   tests and debugging.  What a debug build holds you to: drain a wheel
+ *   that still has timers before dropping it (OWNERSHIP), or their memory,
+ *   initialised again while the dropped wheel's memory is intact, is taken
+ *   for timers still pending; a rota_timer_touch_unchecked() of an idle
+ *   timer shows as an overwrite at its next call.  rota_timer_init() reads
+ *   the memory it is given, which valgrind is told is meant when its
+ *   header was found at build time.  A normal build (ROTA_DEBUG off) has
+ *   none of this: its code is the same as if the option did not exist.
  *
  * SIZES (64-bit; on i386 36 bytes and about 16 KiB)
  *   sizeof(struct rota_timer) == 48 bytes; sizeof(struct rota_wheel) is about
