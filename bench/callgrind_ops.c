@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * callgrind_ops.c - instructions per call of rota_timer_arm,
- * rota_timer_cancel and rota_timer_touch with 1e5 timers pending, for
+ * callgrind_ops.c - instructions per call of rota_timer_arm_at,
+ * rota_timer_cancel and rota_timer_touch_at with 1e5 timers pending, for
  * valgrind's callgrind (machine-independent, unlike nanoseconds):
  *
  *   valgrind --tool=callgrind --callgrind-out-file=cg.out \
@@ -48,7 +48,7 @@ static uint32_t uniform(uint32_t lo, uint32_t hi)
 static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
 {
     (void)late;
-    rota_timer_arm(w, t, rota_wheel_now(w) + uniform(1, 60000));
+    rota_timer_arm_at(w, t, rota_wheel_now(w) + uniform(1, 60000));
 }
 
 static void die(const char *what, int rc)
@@ -69,7 +69,7 @@ phase_cancel_arm(const uint32_t *id, const uint32_t *delay, uint64_t now)
         int rc = rota_timer_cancel(&wheel, &nodes[id[i]].timer);
         if (rc != 1)
             die("cancel", rc);
-        rc = rota_timer_arm(&wheel, &nodes[id[i]].timer, now + delay[i]);
+        rc = rota_timer_arm_at(&wheel, &nodes[id[i]].timer, now + delay[i]);
         if (rc != 0)
             die("arm", rc);
     }
@@ -78,7 +78,7 @@ phase_cancel_arm(const uint32_t *id, const uint32_t *delay, uint64_t now)
 __attribute__((noinline)) void phase_touch(const uint32_t *id, uint64_t now)
 {
     for (uint32_t i = 0; i < OPS; i++) {
-        int rc = rota_timer_touch(&wheel, &nodes[id[i]].timer, now + 30000);
+        int rc = rota_timer_touch_at(&wheel, &nodes[id[i]].timer, now + 30000);
         if (rc != 0)
             die("touch", rc);
     }
@@ -97,7 +97,7 @@ int main(void)
         nodes[i].id = i;
         rota_timer_init(&nodes[i].timer, on_fire);
         int rc =
-            rota_timer_arm(&wheel, &nodes[i].timer, now + uniform(1, 60000));
+            rota_timer_arm_at(&wheel, &nodes[i].timer, now + uniform(1, 60000));
         if (rc != 0)
             die("setup arm", rc);
     }
@@ -112,7 +112,7 @@ int main(void)
     /* Phase 2: W2's state - every deadline within the next 30000 ticks. */
     for (uint32_t i = 0; i < N; i++) {
         int rc =
-            rota_timer_arm(&wheel, &nodes[i].timer, now + uniform(1, 30000));
+            rota_timer_arm_at(&wheel, &nodes[i].timer, now + uniform(1, 30000));
         if (rc != 0)
             die("phase 2 arm", rc);
     }

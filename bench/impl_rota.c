@@ -7,23 +7,34 @@
  * with the simulated tick as its time; one node per timer = a bare struct
  * rota_timer in one array, its id being its index there (as a server's
  * array of connections would use it: the callback finds the array from the
- * wheel with rota_container_of, so no id field is stored).  arm = rota_timer_arm, cancel =
- * rota_timer_cancel, advance = rota_wheel_advance, periodic =
- * rota_timer_arm_periodic (ROTA_MISSED_SKIP; never late here anyway).
+ * wheel with rota_container_of, so no id field is stored).  arm =
+ * rota_timer_arm_at, cancel = rota_timer_cancel, advance =
+ * rota_wheel_advance, periodic = rota_timer_arm_periodic_at
+ * (ROTA_MISSED_SKIP; never late here anyway).
  * Three variants differ only in W2's re-arm:
- *   "rota"        uses rota_timer_touch, the refresh rota.h tells users to
+ *   "rota"        uses rota_timer_touch_at, the refresh rota.h tells users to
  *                 write (checks the timer, then a later deadline is a
  *                 store; the timer is re-filed when its old slot comes due);
  *                 W7 refreshes the same way and advances with
  *                 rota_wheel_advance_max();
- *   "rota-arm"    re-arms with rota_timer_arm (moves the timer at once);
- *   "rota-store"  uses rota_timer_touch_unchecked, the one-store touch,
+ *   "rota-arm"    re-arms with rota_timer_arm_at (moves the timer at once);
+ *   "rota-store"  uses rota_timer_touch_at_unchecked, the one-store touch,
  *                 whose preconditions W2 keeps as a server would: every
  *                 timer stays pending (an expiry re-arms it, with
- *                 rota_timer_arm since a one-shot is idle in its callback:
+ *                 rota_timer_arm_at since a one-shot is idle in its callback:
  *                 the adapter knows when it is inside one) and each new
  *                 deadline, now + 30000, is at least the old one.
- * rota-arm and rota-store run W2 only: elsewhere they would repeat rota.
+ *   "rota-slack"  W7 with timer slack: an idle timeout of 30 s +- 1 s.
+ *                 Every deadline d the workload asks for becomes the window
+ *                 [d - 1000, d + 1000]: rota_timer_touch_range_at() to refresh
+ *                 (nothing is stored while the deadline is inside the new
+ *                 window), rota_timer_arm_range_at() to arm.  Its kicks fire
+ *                 at other ticks than the exact implementations', so it is
+ *                 not cross-checked with them; instead every pick is
+ *                 checked to lie in its window, and every fire to come in
+ *                 the first advance at or after the pick.
+ * rota-arm and rota-store run W2 only, rota-slack W7 only: elsewhere they
+ * would repeat rota.
  * Nothing is driven dishonestly: the wheel takes time from its caller.
  */
 #define _GNU_SOURCE
@@ -78,9 +89,9 @@ static void destroy(void *impl)
 static void arm(void *impl, uint32_t id, uint64_t deadline)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_arm(&r->wheel, &r->nodes[id], deadline);
+    int rc = rota_timer_arm_at(&r->wheel, &r->nodes[id], deadline);
     if (rc != 0)
-        bench_die("rota_timer_arm: %s", rota_strerror(rc));
+        bench_die("rota_timer_arm_at: %s", rota_strerror(rc));
 }
 
 static void cancel(void *impl, uint32_t id)
@@ -94,11 +105,11 @@ static void cancel(void *impl, uint32_t id)
 static void touch(void *impl, uint32_t id, uint64_t deadline)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_touch(&r->wheel, &r->nodes[id], deadline);
+    int rc = rota_timer_touch_at(&r->wheel, &r->nodes[id], deadline);
     if (rc == ROTA_ENOENT) /* it just fired: touch-or-arm, as a user would */
-        rc = rota_timer_arm(&r->wheel, &r->nodes[id], deadline);
+        rc = rota_timer_arm_at(&r->wheel, &r->nodes[id], deadline);
     if (rc != 0)
-        bench_die("rota_timer_touch: %s", rota_strerror(rc));
+        bench_die("rota_timer_touch_at: %s", rota_strerror(rc));
 }
 
 static void touch_unchecked(void *impl, uint32_t id, uint64_t deadline)
@@ -107,17 +118,17 @@ static void touch_unchecked(void *impl, uint32_t id, uint64_t deadline)
     if (r->in_callback) /* the timer firing now is idle: arm it again */
         arm(impl, id, deadline);
     else
-        rota_timer_touch_unchecked(&r->wheel, &r->nodes[id], deadline);
+        rota_timer_touch_at_unchecked(&r->wheel, &r->nodes[id], deadline);
 }
 
 static void arm_periodic(void *impl, uint32_t id, uint64_t first,
                          uint64_t period)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_arm_periodic(&r->wheel, &r->nodes[id], first, period,
-                                     ROTA_MISSED_SKIP);
+    int rc = rota_timer_arm_periodic_at(&r->wheel, &r->nodes[id], first, period,
+                                        ROTA_MISSED_SKIP);
     if (rc != 0)
-        bench_die("rota_timer_arm_periodic: %s", rota_strerror(rc));
+        bench_die("rota_timer_arm_periodic_at: %s", rota_strerror(rc));
 }
 
 static void advance(void *impl, uint64_t now)
@@ -157,6 +168,88 @@ static const char *rota_skip(enum bench_workload wl)
         return "W6 runs in bench_keyed (rota/keyed.h), not in rota_bench";
     return NULL;
 }
+
+/* ---------------------------------------------------------- rota-slack */
+
+#define SLACK 1000u     /* ticks (ms) either side of the asked-for deadline */
+#define W7_TICK_MS 100u /* the loop's tick (workloads.c): the latest fire */
+
+/* Fired in the first advance at or after its picked deadline (the pick was
+ * checked against the window when it was made). */
+static void on_fire_slack(struct rota_wheel *wheel, struct rota_timer *timer,
+                          uint64_t late)
+{
+    uint64_t now = rota_wheel_now(wheel), d = rota_timer_deadline(timer);
+
+    if (now < d || now - d >= W7_TICK_MS || late != now - d)
+        bench_die("rota-slack: a timer picked for %llu fired at %llu",
+                  (unsigned long long)d, (unsigned long long)now);
+    on_fire(wheel, timer, late);
+}
+
+static void *slack_create(uint32_t n, uint64_t now)
+{
+    struct rota_impl *r = create(n, now);
+    for (uint32_t i = 0; i < n; i++)
+        rota_timer_init(&r->nodes[i], on_fire_slack);
+    return r;
+}
+
+/* The pick must lie in the window (a load of the line just written). */
+static void check_pick(const struct rota_timer *t, uint64_t lo, uint64_t hi)
+{
+    uint64_t d = rota_timer_deadline(t);
+    if (d < lo || d > hi)
+        bench_die("rota-slack: deadline %llu outside the window [%llu, %llu]",
+                  (unsigned long long)d, (unsigned long long)lo,
+                  (unsigned long long)hi);
+}
+
+static void slack_arm(void *impl, uint32_t id, uint64_t deadline)
+{
+    struct rota_impl *r = impl;
+    uint64_t lo = deadline - SLACK, hi = deadline + SLACK; /* no wrap here */
+    int rc = rota_timer_arm_range_at(&r->wheel, &r->nodes[id], lo, hi);
+    if (rc != 0)
+        bench_die("rota_timer_arm_range_at: %s", rota_strerror(rc));
+    check_pick(&r->nodes[id], lo, hi);
+}
+
+static void slack_touch(void *impl, uint32_t id, uint64_t deadline)
+{
+    struct rota_impl *r = impl;
+    uint64_t lo = deadline - SLACK, hi = deadline + SLACK;
+    int rc = rota_timer_touch_range_at(&r->wheel, &r->nodes[id], lo, hi);
+    if (rc == ROTA_ENOENT) /* it was kicked: arm it again */
+        rc = rota_timer_arm_range_at(&r->wheel, &r->nodes[id], lo, hi);
+    if (rc != 0)
+        bench_die("rota_timer_touch_range_at: %s", rota_strerror(rc));
+    check_pick(&r->nodes[id], lo, hi);
+}
+
+static const char *slack_skip(enum bench_workload wl)
+{
+    if (wl == WL_W7)
+        return NULL;
+    return "rota-slack differs from rota only in W7's timeouts (with slack)";
+}
+
+const struct bench_impl impl_rota_slack = {
+    .name = "rota-slack",
+    .skip = slack_skip,
+    .node_size = sizeof(struct rota_timer),
+    .create = slack_create,
+    .destroy = destroy,
+    .arm = slack_arm,
+    .cancel = cancel,
+    .rearm = slack_touch,
+    .arm_periodic = arm_periodic,
+    .advance = advance,
+    .advance_max = advance_max,
+    .version = rota_version,
+    .inexact =
+        "fires within +-1 s of the exact tick; each pick and fire is checked",
+};
 
 const struct bench_impl impl_rota = {
     .name = "rota",

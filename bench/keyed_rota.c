@@ -28,13 +28,13 @@ static void *rota_create(uint64_t now, uint64_t *expired)
 
 static void rota_set(void *impl, uint64_t key, uint64_t ttl)
 {
-    if (rota_keyed_set(impl, &key, sizeof key, NULL, ttl, NULL) < 0)
+    if (rota_keyed_set_in(impl, &key, sizeof key, NULL, ttl, NULL) < 0)
         abort();
 }
 
 static bool rota_move(void *impl, uint64_t key, uint64_t ttl)
 {
-    return rota_keyed_move(impl, &key, sizeof key, ttl) == 0;
+    return rota_keyed_move_in(impl, &key, sizeof key, ttl) == 0;
 }
 
 static bool rota_remove(void *impl, uint64_t key)

@@ -252,9 +252,9 @@ static void *s1_producer_main(void *arg)
         for (uint32_t k = 0; k < r->ops; k++) {
             uint32_t i = base + (uint32_t)(splitmix(&rng) % share);
             rota_service_try_cancel(r->svc, r->handles[i]);
-            if (rota_service_arm(r->svc, s1_delay(&rng), s1_rota_fn, NULL,
-                                 &r->handles[i]) != 0)
-                die("S1: rota_service_arm failed");
+            if (rota_service_arm_in(r->svc, s1_delay(&rng), s1_rota_fn, NULL,
+                                    &r->handles[i]) != 0)
+                die("S1: rota_service_arm_in failed");
         }
     } else {
         for (uint32_t k = 0; k < r->ops; k++) {
@@ -298,9 +298,9 @@ static double s1_once(const struct config *cfg, bool rota, unsigned producers,
         if (r.handles == NULL)
             die("out of memory");
         for (uint32_t i = 0; i < r.n; i++)
-            if (rota_service_arm(r.svc, s1_delay(&rng), s1_rota_fn, NULL,
-                                 &r.handles[i]) != 0)
-                die("S1: rota_service_arm failed");
+            if (rota_service_arm_in(r.svc, s1_delay(&rng), s1_rota_fn, NULL,
+                                    &r.handles[i]) != 0)
+                die("S1: rota_service_arm_in failed");
         rota_service_sync(r.svc);
     } else {
         r.nodes = calloc(r.n, sizeof *r.nodes);

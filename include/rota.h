@@ -20,6 +20,26 @@
  *   the event in rota_stats.clock_backwards and fires nothing.  A `now` above
  *   ROTA_MAX_DEADLINE is read as ROTA_MAX_DEADLINE (UINT64_MAX means "never").
  *
+ * NAMES FOR TIME (one rule for every rota component)
+ *   A function that is given a point in time for a timer says in its name
+ *   which kind: `_at` takes absolute deadlines, `_in` a delay counted from
+ *   the component's now.  Here: rota_timer_arm_at(), rota_timer_touch_at(),
+ *   rota_timer_arm_periodic_at() (its first deadline),
+ *   rota_timer_arm_range_at() and rota_timer_touch_range_at() (a window of
+ *   two deadlines), and rota_timer_arm_in() (from the wheel's `now`).  In
+ *   rota/service.h arm, periodic arm and touch come in both kinds
+ *   (rota_service_arm_at(), rota_service_arm_in(), ...; `_in` counts from
+ *   the service clock's time when the call reads it), in rota/keyed.h set
+ *   and move do (rota_keyed_set_in() counts from the map's now).  No arm,
+ *   touch, set or move function takes a time without the suffix, so code
+ *   written for another convention fails to build (an undeclared function,
+ *   then an undefined symbol) instead of arming at the wrong time.
+ *   Functions given the current time are named for what they do with it
+ *   and take it as `now` (rota_wheel_init(), rota_wheel_advance(),
+ *   rota_keyed_advance()); the adapters' *_deadline_after(delay) compute a
+ *   deadline to pass to an `_at` function.  Periods are always relative
+ *   (`period`).
+ *
  * GUARANTEES
  *   - Never early: a timer fires only in an advance() or expire() call whose
  *     `now` is at or after its deadline.
@@ -28,7 +48,7 @@
  *     rotation late and none loses precision to a level's granularity.
  *   - Order: one call fires its timers in deadline order; equal deadlines
  *     fire in the order they were armed.  (A timer pushed later by
- *     rota_timer_touch() is re-filed when its old slot comes due or reaches
+ *     rota_timer_touch_at() is re-filed when its old slot comes due or reaches
  *     the head of the due list; among equal deadlines its place is not
  *     specified.)
  *   - No idle cost: advancing across any stretch with nothing due costs
@@ -114,7 +134,7 @@
  *   unchanged, the idle timer the library left at that address (a pool
  *   that keeps objects intact hands back a valid timer, old callback and
  *   all: nothing tells the two apart), an overwrite that happens to give a
- *   valid seal (1 in 65,536), and rota_timer_touch_unchecked(), which calls
+ *   valid seal (1 in 65,536), and rota_timer_touch_at_unchecked(), which calls
  *   nothing.  Memory truly returned to malloc is read by the checks like
  *   any other; run ASan or valgrind to catch those reads themselves.
  *
@@ -134,7 +154,7 @@
  *   tests and debugging.  What a debug build holds you to: drain a wheel
  *   that still has timers before dropping it (OWNERSHIP), or their memory,
  *   initialised again while the dropped wheel's memory is intact, is taken
- *   for timers still pending; a rota_timer_touch_unchecked() of an idle
+ *   for timers still pending; a rota_timer_touch_at_unchecked() of an idle
  *   timer shows as an overwrite at its next call.  rota_timer_init() reads
  *   the memory it is given, which valgrind is told is meant when its
  *   header was found at build time.  A normal build (ROTA_DEBUG off) has
@@ -197,6 +217,21 @@ ROTA_API const char *rota_strerror(int error);
 /* "MAJOR.MINOR.PATCH" of the library actually linked. */
 ROTA_API const char *rota_version(void);
 
+/* --------------------------------------------------------------- allocator */
+
+/*
+ * Where a component that allocates (rota/keyed.h, rota/service.h) gets its
+ * memory; the core wheel never allocates.  alloc returns a block of `size`
+ * bytes aligned for any object, or NULL; free releases a block alloc
+ * returned, with the size that was asked for.  Both receive `ctx`.  A
+ * component copies this struct when it is created.
+ */
+struct rota_allocator {
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *ptr, size_t size);
+    void *ctx;
+};
+
 /* -------------------------------------------------------------------- time */
 
 /* The latest deadline a timer can have; later ones saturate to it. */
@@ -254,7 +289,7 @@ struct rota_link {
 
 /* Embed in your own object.  All fields are private: use the functions. */
 struct rota_timer {
-    /* private.  What rota_timer_touch() reads and writes comes first, in
+    /* private.  What rota_timer_touch_at() reads and writes comes first, in
      * 16 bytes that never straddle a cache line in an array of timers: a
      * touch misses the cache at most once, and arm writes them in one
      * store. */
@@ -286,16 +321,17 @@ ROTA_API void rota_timer_init(struct rota_timer *timer, rota_timer_fn *fn);
  *
  * Defined inline below: arming an idle timer at a future deadline, the
  * common case, is filed in the caller without a call; every other case goes
- * to rota_timer_arm_noinline(), which has the same contract and is the
+ * to rota_timer_arm_at_noinline(), which has the same contract and is the
  * symbol for bindings that cannot use inline functions.  To move a pending
- * timer later (an activity timeout), rota_timer_touch() is much cheaper. */
-static inline int rota_timer_arm(struct rota_wheel *wheel,
-                                 struct rota_timer *timer, uint64_t deadline);
-ROTA_API int rota_timer_arm_noinline(struct rota_wheel *wheel,
-                                     struct rota_timer *timer,
-                                     uint64_t deadline);
+ * timer later (an activity timeout), rota_timer_touch_at() is much cheaper. */
+static inline int rota_timer_arm_at(struct rota_wheel *wheel,
+                                    struct rota_timer *timer,
+                                    uint64_t deadline);
+ROTA_API int rota_timer_arm_at_noinline(struct rota_wheel *wheel,
+                                        struct rota_timer *timer,
+                                        uint64_t deadline);
 
-/* Arm at the wheel's `now` + `delay` (saturating).  As rota_timer_arm(). */
+/* Arm at the wheel's `now` + `delay` (saturating).  As rota_timer_arm_at(). */
 static inline int rota_timer_arm_in(struct rota_wheel *wheel,
                                     struct rota_timer *timer, uint64_t delay);
 
@@ -308,12 +344,13 @@ static inline int rota_timer_arm_in(struct rota_wheel *wheel,
  * moves the schedule, to now + k * period).  The timer
  * stays pending after each fire until cancelled (a schedule that would pass
  * ROTA_MAX_DEADLINE ends after its last fire).  0, or ROTA_EINVAL (period 0,
- * bad policy) and the errors of rota_timer_arm().
+ * bad policy) and the errors of rota_timer_arm_at().
  */
-ROTA_API int rota_timer_arm_periodic(struct rota_wheel *wheel,
-                                     struct rota_timer *timer,
-                                     uint64_t first_deadline, uint64_t period,
-                                     enum rota_missed missed);
+ROTA_API int rota_timer_arm_periodic_at(struct rota_wheel *wheel,
+                                        struct rota_timer *timer,
+                                        uint64_t first_deadline,
+                                        uint64_t period,
+                                        enum rota_missed missed);
 
 /*
  * Move a pending timer's deadline.  The idle-connection refresh path: when
@@ -326,14 +363,58 @@ ROTA_API int rota_timer_arm_periodic(struct rota_wheel *wheel,
  *
  * Defined inline below (after struct rota_wheel) so that the later-deadline
  * case costs a dozen instructions in the caller, with no call; every other
- * case goes to rota_timer_touch_noinline(), which has the same contract and
+ * case goes to rota_timer_touch_at_noinline(), which has the same contract and
  * is the symbol for bindings that cannot use inline functions.
  */
-static inline int rota_timer_touch(struct rota_wheel *wheel,
-                                   struct rota_timer *timer, uint64_t deadline);
-ROTA_API int rota_timer_touch_noinline(struct rota_wheel *wheel,
-                                       struct rota_timer *timer,
-                                       uint64_t deadline);
+static inline int rota_timer_touch_at(struct rota_wheel *wheel,
+                                      struct rota_timer *timer,
+                                      uint64_t deadline);
+ROTA_API int rota_timer_touch_at_noinline(struct rota_wheel *wheel,
+                                          struct rota_timer *timer,
+                                          uint64_t deadline);
+
+/*
+ * Timer slack: arm with a window instead of a deadline.  The timer fires in
+ * the first advance whose `now` is at or after a deadline the wheel picks in
+ * [earliest, latest] (both saturated to ROTA_MAX_DEADLINE and clamped to the
+ * wheel's `now`, as rota_timer_arm_at() does): never before `earliest`, and no
+ * later than the first advance at or after `latest`.  The pick is the
+ * instant of the window with the most trailing zero bits, that is the start
+ * of the coarsest slot that begins inside it, and depends on nothing else:
+ *   - timers whose windows overlap tend to get the same deadline, so they
+ *     fire in the same call (one wake-up instead of several: systemd's
+ *     accuracy, Linux's timer slack);
+ *   - a deadline that starts a slot of level k (a multiple of 256^k ticks)
+ *     is never filed again into a lower level: when its slot comes due it
+ *     is due.  A window of at least 256^k ticks always holds such an
+ *     instant (at least 256 ticks for level 1, which covers delays of 256
+ *     to 65,535 ticks; 65,536 for level 2), so a timeout with that much
+ *     slack is moved once, from its slot to the due list, however long.
+ * rota_timer_deadline() shows the pick.  Otherwise as rota_timer_arm_at() (the
+ * timer becomes one-shot), plus ROTA_EINVAL when earliest > latest.  O(1).
+ */
+ROTA_API int rota_timer_arm_range_at(struct rota_wheel *wheel,
+                                     struct rota_timer *timer,
+                                     uint64_t earliest, uint64_t latest);
+
+/*
+ * The touch with slack, for idle timeouts: when the pending timer's deadline
+ * already lies in [earliest, latest] (after the same clamping), nothing
+ * changes, not even a store; otherwise it is touched to the deadline
+ * rota_timer_arm_range_at() would pick.  So a connection refreshed every few
+ * milliseconds with a window of a second keeps its deadline for most
+ * refreshes.  The errors of rota_timer_touch_at(), plus ROTA_EINVAL when
+ * earliest > latest.  Inline: the case where the deadline is already inside
+ * is a load and compares in the caller; rota_timer_touch_range_at_noinline()
+ * is the same function out of line.
+ */
+static inline int rota_timer_touch_range_at(struct rota_wheel *wheel,
+                                            struct rota_timer *timer,
+                                            uint64_t earliest, uint64_t latest);
+ROTA_API int rota_timer_touch_range_at_noinline(struct rota_wheel *wheel,
+                                                struct rota_timer *timer,
+                                                uint64_t earliest,
+                                                uint64_t latest);
 
 /*
  * Cancel.  Returns 1 if the timer was pending, 0 if it was not (idle, fired
@@ -377,7 +458,7 @@ ROTA_API uint64_t rota_timer_deadline(const struct rota_timer *timer);
 
 /* Counters since rota_wheel_init(); read them with rota_wheel_stats(). */
 struct rota_stats {
-    uint64_t armed;     /* arm, arm_in, arm_periodic and earlier touches */
+    uint64_t armed;     /* arm_at, arm_in, arm_periodic_at, earlier touches */
     uint64_t fired;     /* callbacks run plus timers handed to expire() */
     uint64_t cancelled; /* cancels that found the timer pending */
     uint64_t touched;   /* touches that moved a deadline later */
@@ -472,7 +553,7 @@ ROTA_API int rota__arm_empty_slot(struct rota_wheel *wheel,
 
 /* Private: file an idle timer at a deadline later than the wheel's `now`
  * and not inside a slot being cascaded (wheel.c's place_timer() for that
- * case, written here so that rota_timer_arm() needs no call).  A busy
+ * case, written here so that rota_timer_arm_at() needs no call).  A busy
  * slot's occupancy bits and the next-step bound are already right. */
 static inline int rota__arm_fast(struct rota_wheel *wheel,
                                  struct rota_timer *timer, uint64_t deadline)
@@ -498,8 +579,8 @@ static inline int rota__arm_fast(struct rota_wheel *wheel,
 }
 #endif
 
-static inline int rota_timer_arm(struct rota_wheel *wheel,
-                                 struct rota_timer *timer, uint64_t deadline)
+static inline int rota_timer_arm_at(struct rota_wheel *wheel,
+                                    struct rota_timer *timer, uint64_t deadline)
 {
 #ifdef ROTA__INLINE_PATHS
     /* An idle timer, no slot half cascaded by a limited advance, and a
@@ -509,7 +590,7 @@ static inline int rota_timer_arm(struct rota_wheel *wheel,
         deadline <= ROTA_MAX_DEADLINE)
         return rota__arm_fast(wheel, timer, deadline);
 #endif
-    return rota_timer_arm_noinline(wheel, timer, deadline);
+    return rota_timer_arm_at_noinline(wheel, timer, deadline);
 }
 
 static inline int rota_timer_arm_in(struct rota_wheel *wheel,
@@ -520,7 +601,7 @@ static inline int rota_timer_arm_in(struct rota_wheel *wheel,
     uint64_t now = wheel->now_;
     uint64_t deadline =
         delay > ROTA_MAX_DEADLINE - now ? ROTA_MAX_DEADLINE : now + delay;
-    return rota_timer_arm(wheel, timer, deadline);
+    return rota_timer_arm_at(wheel, timer, deadline);
 }
 
 static inline int rota_timer_cancel(struct rota_wheel *wheel,
@@ -545,13 +626,14 @@ static inline int rota_timer_cancel(struct rota_wheel *wheel,
     return rota_timer_cancel_noinline(wheel, timer);
 }
 
-static inline int rota_timer_touch(struct rota_wheel *wheel,
-                                   struct rota_timer *timer, uint64_t deadline)
+static inline int rota_timer_touch_at(struct rota_wheel *wheel,
+                                      struct rota_timer *timer,
+                                      uint64_t deadline)
 {
     /* The common case only: a timer pending on this wheel (wheel ids are
      * never 0) moved to a later deadline that needs no clamping.  The timer
      * stays where it is filed; the wheel checks it when its slot comes due.
-     * This mirrors the store path of rota_timer_touch_noinline(). */
+     * This mirrors the store path of rota_timer_touch_at_noinline(). */
     if (wheel != NULL && timer != NULL &&
         timer->wheel_id_ == (uint32_t)wheel->pending_tags_ &&
         timer->magic_ == ROTA__TIMER_MAGIC && deadline > timer->deadline_ &&
@@ -563,7 +645,38 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
             wheel->earliest_ = 0;
         return 0;
     }
-    return rota_timer_touch_noinline(wheel, timer, deadline);
+    return rota_timer_touch_at_noinline(wheel, timer, deadline);
+}
+
+static inline int rota_timer_touch_range_at(struct rota_wheel *wheel,
+                                            struct rota_timer *timer,
+                                            uint64_t earliest, uint64_t latest)
+{
+    /* The common cases only: pending here and a window that needs no
+     * clamping; the deadline already inside it (nothing to do, not even a
+     * store) or before it (a touch to the window's pick: a store, as
+     * rota_timer_touch_at() does).  Everything else goes to
+     * rota_timer_touch_range_at_noinline(), which has the same contract. */
+    if (wheel != NULL && timer != NULL &&
+        timer->wheel_id_ == (uint32_t)wheel->pending_tags_ &&
+        timer->magic_ == ROTA__TIMER_MAGIC && earliest >= wheel->now_ &&
+        earliest <= latest && latest <= ROTA_MAX_DEADLINE) {
+        uint64_t old = timer->deadline_;
+        if (old >= earliest && old <= latest)
+            return 0;
+#ifdef ROTA__INLINE_PATHS
+        if (old < earliest && earliest > 0) { /* wheel.c: coarsest_in() */
+            unsigned bit =
+                63u - (unsigned)__builtin_clzll((earliest - 1) ^ latest);
+            timer->deadline_ = latest & ~(((uint64_t)1 << bit) - 1);
+            wheel->stats_.touched++;
+            if (old == wheel->earliest_) /* the cached earliest may be gone */
+                wheel->earliest_ = 0;
+            return 0;
+        }
+#endif
+    }
+    return rota_timer_touch_range_at_noinline(wheel, timer, earliest, latest);
 }
 
 /*
@@ -575,7 +688,7 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
  * a clock that does not go back, on a timer that stays pending until it
  * fires and its connection closes.
  *
- * Why it is worth having: rota_timer_touch() must read the timer before it
+ * Why it is worth having: rota_timer_touch_at() must read the timer before it
  * may write it, and on a timer that is not in the cache that read holds up
  * the CPU; a store alone does not (at a million timers, about 3x faster).
  * It writes nothing else, not even the wheel: every extra store waits in
@@ -588,9 +701,9 @@ static inline int rota_timer_touch(struct rota_wheel *wheel,
  * earlier deadline fires when the timer's old slot comes due (late), and a
  * store into an idle timer is lost (the timer stays idle).
  */
-static inline void rota_timer_touch_unchecked(struct rota_wheel *wheel,
-                                              struct rota_timer *timer,
-                                              uint64_t deadline)
+static inline void rota_timer_touch_at_unchecked(struct rota_wheel *wheel,
+                                                 struct rota_timer *timer,
+                                                 uint64_t deadline)
 {
     assert(wheel != NULL && timer != NULL &&
            (timer->magic_ == ROTA__TIMER_MAGIC ||
@@ -652,7 +765,7 @@ static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
  * of callbacks run in *fired (if not NULL).  Returns 1 if it stopped at a
  * limit with work left (due timers, or timers to file again: call again
  * soon, before sleeping), 0 if nothing due remains, or a negative error.
- * While a cascade is left half done, rota_timer_arm() takes the out-of-line
+ * While a cascade is left half done, rota_timer_arm_at() takes the out-of-line
  * path (a deadline inside that slot joins the cascade's back, to keep tie
  * order).
  */
@@ -676,7 +789,7 @@ ROTA_API int rota_wheel_expire(struct rota_wheel *wheel, uint64_t now,
 /*
  * The exact earliest deadline of all pending timers, or ROTA_NEVER when none
  * is pending.  Never later than the true earliest deadline (and earlier only
- * after rota_timer_touch_unchecked() moved the earliest timer, until an
+ * after rota_timer_touch_at_unchecked() moved the earliest timer, until an
  * advance reaches the old deadline).  O(levels) when
  * the answer is cached or the earliest slot holds one deadline; otherwise one
  * pass over the timers of the earliest occupied slot (after finishing a
@@ -724,8 +837,9 @@ ROTA_API int rota_wheel_drain(struct rota_wheel *wheel,
 /*
  * Check every internal invariant (each timer sits in the slot its deadline
  * implies, bitmaps agree with lists, counts agree).  O(timers).  For tests
- * and debugging.  0 or ROTA_ECORRUPT; when `why` is not NULL it receives a
- * static description of the first violation found.
+ * and debugging.  0, ROTA_EINVAL (wheel NULL) or ROTA_ECORRUPT; on an
+ * error, when `why` is not NULL it receives a static description (of the
+ * first violation found, for ROTA_ECORRUPT).
  */
 ROTA_API int rota_wheel_check(const struct rota_wheel *wheel, const char **why);
 

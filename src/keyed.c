@@ -60,7 +60,7 @@
  *   timer after its callback, and it takes the next due timer from the
  *   head of its due list, which relocation keeps linked.
  *
- *   Moving a deadline later is rota_timer_touch(): a store into the slot
+ *   Moving a deadline later is rota_timer_touch_at(): a store into the slot
  *   already in cache, the timer re-filed only if its old slot comes due
  *   first.  An earlier deadline re-files it (two neighbours unlinked, one
  *   slot tail appended).  This is where the layer beats a rounds wheel:
@@ -225,7 +225,7 @@ struct rota_keyed {
     uint64_t k0, k1;
     struct rota__fastkey fk; /* the fast hash's secrets, from (k0, k1) */
     bool sip; /* switched to SipHash after a suspiciously long probe */
-    struct rota_keyed_allocator alloc;
+    struct rota_allocator alloc;
     rota_keyed_expire_fn *expire;
     void *arg;
     size_t bytes;
@@ -605,11 +605,11 @@ static inline void apply_deadline(struct rota_keyed *m, struct slot *s,
     if (deadline == ROTA_NEVER) {
         if (rota_timer_cancel(&m->wheel, &s->timer) == 1)
             m->expiring--;
-    } else if (rota_timer_touch(&m->wheel, &s->timer, deadline) ==
+    } else if (rota_timer_touch_at(&m->wheel, &s->timer, deadline) ==
                ROTA_ENOENT) {
         /* Touch moves only a pending timer (later: a store; earlier: the
          * wheel re-files it); this one had no deadline. */
-        (void)rota_timer_arm(&m->wheel, &s->timer, deadline);
+        (void)rota_timer_arm_at(&m->wheel, &s->timer, deadline);
         m->expiring++;
     }
 }
@@ -650,8 +650,8 @@ static void on_expire(struct rota_wheel *wheel, struct rota_timer *timer,
 int rota_keyed_create(struct rota_keyed **out,
                       const struct rota_keyed_config *config)
 {
-    static const struct rota_keyed_allocator libc = {default_alloc,
-                                                     default_free, NULL};
+    static const struct rota_allocator libc = {default_alloc, default_free,
+                                               NULL};
     const struct rota_keyed_config defaults = {0};
     unsigned char seed[ROTA_KEYED_SEED_SIZE];
 
@@ -659,7 +659,7 @@ int rota_keyed_create(struct rota_keyed **out,
         return ROTA_EINVAL;
     if (config == NULL)
         config = &defaults;
-    const struct rota_keyed_allocator *alloc =
+    const struct rota_allocator *alloc =
         config->allocator != NULL ? config->allocator : &libc;
     if (alloc->alloc == NULL || alloc->free == NULL)
         return ROTA_EINVAL;
@@ -728,7 +728,7 @@ int rota_keyed_destroy(struct rota_keyed *m)
     if (rota_debug_enabled())
         (void)rota_wheel_drain(&m->wheel, forget_timer, NULL);
     free_all(m);
-    struct rota_keyed_allocator alloc = m->alloc;
+    struct rota_allocator alloc = m->alloc;
     alloc.free(alloc.ctx, m, sizeof *m);
     return 0;
 }
@@ -772,7 +772,7 @@ static int insert(struct rota_keyed *m, size_t end, uint32_t h, const void *key,
     rota_timer_init(&s->timer, on_expire);
     m->count++;
     if (deadline != ROTA_NEVER) {
-        (void)rota_timer_arm(&m->wheel, &s->timer, deadline);
+        (void)rota_timer_arm_at(&m->wheel, &s->timer, deadline);
         m->expiring++;
     }
     resize_work(m);
@@ -810,8 +810,8 @@ int rota_keyed_set_at(struct rota_keyed *m, const void *key, size_t key_len,
     return set_at(m, key, key_len, value, deadline, old_value);
 }
 
-int rota_keyed_set(struct rota_keyed *m, const void *key, size_t key_len,
-                   void *value, uint64_t ttl, void **old_value)
+int rota_keyed_set_in(struct rota_keyed *m, const void *key, size_t key_len,
+                      void *value, uint64_t ttl, void **old_value)
 {
     if (m == NULL)
         return ROTA_EINVAL;
@@ -841,8 +841,8 @@ int rota_keyed_move_at(struct rota_keyed *m, const void *key, size_t key_len,
     return move_at(m, key, key_len, deadline);
 }
 
-int rota_keyed_move(struct rota_keyed *m, const void *key, size_t key_len,
-                    uint64_t ttl)
+int rota_keyed_move_in(struct rota_keyed *m, const void *key, size_t key_len,
+                       uint64_t ttl)
 {
     if (m == NULL)
         return ROTA_EINVAL;
@@ -983,9 +983,9 @@ void rota_keyed_stats(const struct rota_keyed *m, struct rota_keyed_stats *out)
     *out = (struct rota_keyed_stats){
         .count = m->count,
         .expiring = m->expiring,
-        .buckets = max_size(m->cur.size, max_size(m->next.size, m->old.size)),
+        .slots = max_size(m->cur.size, max_size(m->next.size, m->old.size)),
         .bytes = m->bytes,
-        .longest_chain = m->longest_probe,
+        .longest_probe = m->longest_probe,
         .sip_hash = m->sip,
         .expired = m->expired,
         .resizes = m->resizes,
@@ -1055,8 +1055,11 @@ int rota_keyed_check(const struct rota_keyed *m, const char **why)
 {
     const char *wheel_why = NULL;
 
-    if (m == NULL)
-        FAIL("NULL map");
+    if (m == NULL) {
+        if (why != NULL)
+            *why = "NULL map";
+        return ROTA_EINVAL; /* a bad argument, not a corrupt map */
+    }
     struct census c = {0, 0, sizeof *m + m->held};
     if (m->cur.size == 0 && (m->count != 0 || resizing(m)))
         FAIL("entries or a resize without a table");

@@ -7,6 +7,7 @@
 #define ROTA_LOOP_COMMON_H
 
 #include "rota.h"
+#include "rota/clock.h"
 
 #include <stdint.h>
 
@@ -16,6 +17,22 @@ static inline uint64_t loop_ticks_to_ns(uint64_t ticks, uint64_t tick_ns)
     if (ticks != 0 && tick_ns > UINT64_MAX / ticks)
         return UINT64_MAX;
     return ticks * tick_ns;
+}
+
+/*
+ * What every adapter's init accepts: a wheel that went through
+ * rota_wheel_init() (the caller owns the wheel and its time) and an
+ * initialised clock (a tick of 0 ns means rota_clock_init() never ran).
+ * A zeroed wheel, such as a static one nobody initialised, is refused
+ * rather than used: once initialised, the wheel's due list head points at
+ * itself when empty, never at NULL (a private field, read here so that the
+ * check costs one load; rota_wheel_check() would walk every timer).
+ */
+static inline bool loop_can_bind(const struct rota_wheel *wheel,
+                                 const struct rota_clock *clock)
+{
+    return wheel != NULL && clock != NULL && wheel->due_.next != NULL &&
+           rota_clock_ns(clock, 1) != 0;
 }
 
 /* The wheel's count of arms and earlier touches (rota_stats.armed): when it

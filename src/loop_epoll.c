@@ -122,7 +122,7 @@ int rota_epoll_init(struct rota_epoll *et, struct rota_wheel *wheel,
     et->wakeups_ = 0;
     et->budget_ = 0;
     et->wheel_ = wheel;
-    if (wheel == NULL || clock == NULL || (flags & ~ROTA_EPOLL_TIMERFD) != 0)
+    if (!loop_can_bind(wheel, clock) || (flags & ~ROTA_EPOLL_TIMERFD) != 0)
         return ROTA_EINVAL;
     et->clock_ = *clock;
     if (flags & ROTA_EPOLL_TIMERFD) {

@@ -81,18 +81,18 @@ static void on_ev_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 }
 
 int rota_ev_init(struct rota_ev *rw, struct ev_loop *loop,
-                 struct rota_wheel *wheel, uint64_t tick_ns)
+                 struct rota_wheel *wheel, const struct rota_clock *clock)
 {
-    if (rw == NULL || loop == NULL || wheel == NULL || tick_ns == 0)
+    if (rw == NULL)
         return ROTA_EINVAL;
     rw->started_ = 0;
-    int rc = rota_clock_init(&rw->clock_, ROTA_CLOCK_MONOTONIC, tick_ns);
-    if (rc != 0)
-        return rc;
+    if (loop == NULL || !loop_can_bind(wheel, clock))
+        return ROTA_EINVAL;
+    rw->clock_ = *clock;
     rw->loop_ = loop;
     rw->wheel_ = wheel;
     rw->armed_ = ROTA_NEVER;
-    rw->seen_armed_ = 0; /* the wheel's counters start at 0 below */
+    rw->seen_armed_ = 0; /* so the sync below looks at the wheel */
     rw->rearms_ = 0;
     rw->wakeups_ = 0;
     ev_timer_init(&rw->timer_, on_ev_timer, 0., 0.);
@@ -100,7 +100,8 @@ int rota_ev_init(struct rota_ev *rw, struct ev_loop *loop,
     ev_prepare_start(loop, &rw->prepare_);
     ev_unref(loop); /* the prepare watcher alone keeps nothing alive */
     rw->started_ = 1;
-    return rota_wheel_init(wheel, rota_clock_now(&rw->clock_));
+    rota_ev_sync(rw); /* timers the wheel already holds */
+    return 0;
 }
 
 uint64_t rota_ev_rearms(const struct rota_ev *rw)
@@ -113,7 +114,7 @@ uint64_t rota_ev_wakeups(const struct rota_ev *rw)
     return rw == NULL ? 0 : rw->wakeups_;
 }
 
-void rota_ev_stop(struct rota_ev *rw)
+void rota_ev_close(struct rota_ev *rw)
 {
     if (rw == NULL || !rw->started_)
         return;

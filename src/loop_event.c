@@ -91,26 +91,29 @@ static void on_evtimer(evutil_socket_t fd, short what, void *arg)
 }
 
 int rota_event_init(struct rota_event *rw, struct event_base *base,
-                    struct rota_wheel *wheel, uint64_t tick_ns)
+                    struct rota_wheel *wheel, const struct rota_clock *clock)
 {
     if (rw == NULL)
         return ROTA_EINVAL;
     rw->timer_ = NULL;
-    if (base == NULL || wheel == NULL || tick_ns == 0)
+    if (base == NULL || !loop_can_bind(wheel, clock))
         return ROTA_EINVAL;
-    int rc = rota_clock_init(&rw->clock_, ROTA_CLOCK_MONOTONIC, tick_ns);
-    if (rc != 0)
-        return rc;
+    rw->clock_ = *clock;
     rw->base_ = base;
     rw->wheel_ = wheel;
     rw->armed_ = ROTA_NEVER;
-    rw->seen_armed_ = 0; /* the wheel's counters start at 0 below */
+    rw->seen_armed_ = 0; /* so the sync below looks at the wheel */
     rw->rearms_ = 0;
     rw->wakeups_ = 0;
     rw->timer_ = evtimer_new(base, on_evtimer, rw);
     if (rw->timer_ == NULL)
         return ROTA_ENOMEM;
-    return rota_wheel_init(wheel, rota_clock_now(&rw->clock_));
+    int rc = rota_event_sync(rw); /* timers the wheel already holds */
+    if (rc < 0) {
+        rota_event_close(rw);
+        return rc;
+    }
+    return 0;
 }
 
 uint64_t rota_event_rearms(const struct rota_event *rw)
@@ -123,7 +126,7 @@ uint64_t rota_event_wakeups(const struct rota_event *rw)
     return rw == NULL ? 0 : rw->wakeups_;
 }
 
-void rota_event_free(struct rota_event *rw)
+void rota_event_close(struct rota_event *rw)
 {
     if (rw == NULL || rw->timer_ == NULL)
         return;

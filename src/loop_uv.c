@@ -18,6 +18,15 @@
  * then spin inside uv__run_timers() forever.  The timer callback leaves that
  * case to the prepare handle, which runs after the timers of the turn; it is
  * ref'ed meanwhile so that a loop with nothing else alive still gets there.
+ *
+ * Why the prepare handle is ref'ed from init until its first run: uv_run()
+ * returns at once, without running prepare handles, when no ref'ed handle is
+ * active.  Timers armed between init and the first uv_run() have not been
+ * seen by the adapter, so the uv timer may not be armed for them; the ref'ed
+ * prepare makes uv_run() do one turn, whose prepare arms the uv timer (or,
+ * with an empty wheel, unrefs itself so that the turn does not block and
+ * the loop ends).  Ref'ing it for good would keep a loop with an empty
+ * wheel blocked forever.
  */
 #define _GNU_SOURCE /* uv.h needs pthread types under -std=c11 */
 #include "loop_common.h"
@@ -44,6 +53,18 @@ uint64_t rota_uv_deadline_after(const struct rota_uv *rw, uint64_t delay_ns)
 
 static void on_uv_timer(uv_timer_t *handle);
 
+/* Whether the prepare handle keeps the loop alive (see the top). */
+static void prepare_ref(struct rota_uv *rw, bool ref)
+{
+    if (ref == (rw->prepare_ref_ != 0))
+        return;
+    rw->prepare_ref_ = ref;
+    if (ref)
+        uv_ref((uv_handle_t *)&rw->prepare_);
+    else
+        uv_unref((uv_handle_t *)&rw->prepare_);
+}
+
 /* Start the uv timer so that it runs once uv_now() >= deadline (ticks). */
 static void arm_at(struct rota_uv *rw, uint64_t deadline)
 {
@@ -60,7 +81,7 @@ static void arm_at(struct rota_uv *rw, uint64_t deadline)
 
 int rota_uv_sync(struct rota_uv *rw)
 {
-    if (rw == NULL || rw->wheel_ == NULL)
+    if (rw == NULL || !rw->bound_)
         return ROTA_EINVAL;
     uint64_t next =
         loop_earlier_deadline(rw->wheel_, &rw->seen_armed_, rw->armed_);
@@ -92,9 +113,9 @@ static void on_uv_timer(uv_timer_t *handle)
     if (next > now) {
         /* Strictly in the future, so uv will not run it in this pass. */
         arm_at(rw, next);
-    } else if (!rw->deferred_) {
+    } else {
         rw->deferred_ = 1;
-        uv_ref((uv_handle_t *)&rw->prepare_);
+        prepare_ref(rw, true);
     }
 }
 
@@ -106,34 +127,34 @@ static void on_uv_prepare(uv_prepare_t *handle)
         /* Due at once (see the top): the turn's timers have run, so a
          * timeout of 0 runs in the next turn, after a poll. */
         rw->deferred_ = 0;
-        uv_unref((uv_handle_t *)&rw->prepare_);
         uint64_t next = next_deadline(rw);
         if (next != ROTA_NEVER && next < rw->armed_)
             arm_at(rw, next);
-        return;
+    } else {
+        rota_uv_sync(rw);
     }
-    rota_uv_sync(rw);
+    prepare_ref(rw, false); /* the uv timer, if armed, keeps the loop */
 }
 
 int rota_uv_init(struct rota_uv *rw, uv_loop_t *loop, struct rota_wheel *wheel,
-                 uint64_t tick_ns)
+                 const struct rota_clock *clock)
 {
-    if (rw == NULL || loop == NULL || wheel == NULL || tick_ns == 0)
+    if (rw == NULL)
+        return ROTA_EINVAL;
+    rw->bound_ = 0; /* rota_uv_close() after a failure: a no-op */
+    rw->open_handles_ = 0;
+    if (loop == NULL || !loop_can_bind(wheel, clock))
         return ROTA_EINVAL;
     rw->loop_ = loop;
     rw->wheel_ = wheel;
-    rw->tick_ns_ = tick_ns;
+    rw->clock_ = *clock;
+    rw->tick_ns_ = rota_clock_ns(clock, 1);
     rw->armed_ = ROTA_NEVER;
-    rw->seen_armed_ = 0; /* the wheel's counters start at 0 below */
+    rw->seen_armed_ = 0; /* so the sync below looks at the wheel */
     rw->rearms_ = 0;
     rw->wakeups_ = 0;
     rw->close_cb_ = NULL;
-    rw->open_handles_ = 0;
     rw->deferred_ = 0;
-    /* uv_hrtime() reads CLOCK_MONOTONIC, the time line of uv_now(). */
-    int rc = rota_clock_init(&rw->clock_, ROTA_CLOCK_MONOTONIC, tick_ns);
-    if (rc != 0)
-        return rc;
     if (uv_timer_init(loop, &rw->timer_) != 0)
         return ROTA_ESYS;
     rw->open_handles_++;
@@ -143,8 +164,10 @@ int rota_uv_init(struct rota_uv *rw, uv_loop_t *loop, struct rota_wheel *wheel,
         return ROTA_ESYS;
     }
     rw->open_handles_++;
-    uv_unref((uv_handle_t *)&rw->prepare_);
-    return rota_wheel_init(wheel, loop_ticks(rw));
+    rw->bound_ = 1;
+    rw->prepare_ref_ = 1; /* until its first run: see the top */
+    rota_uv_sync(rw);     /* timers the wheel already holds */
+    return 0;
 }
 
 uint64_t rota_uv_rearms(const struct rota_uv *rw)
@@ -167,8 +190,9 @@ static void on_closed(uv_handle_t *handle)
 
 void rota_uv_close(struct rota_uv *rw, void (*cb)(struct rota_uv *rw))
 {
-    if (rw == NULL)
-        return;
+    if (rw == NULL || !rw->bound_)
+        return; /* init failed, or closed already */
+    rw->bound_ = 0;
     rw->close_cb_ = cb;
     rw->armed_ = ROTA_NEVER;
     rw->timer_.data = rw;

@@ -239,9 +239,9 @@ int rota_service_arm_at(struct rota_service *svc, uint64_t deadline_ns,
                arg, out);
 }
 
-int rota_service_arm(struct rota_service *svc, uint64_t delay_ns,
-                     rota_service_fn *fn, void *arg,
-                     struct rota_service_handle *out)
+int rota_service_arm_in(struct rota_service *svc, uint64_t delay_ns,
+                        rota_service_fn *fn, void *arg,
+                        struct rota_service_handle *out)
 {
     if (svc == NULL || fn == NULL)
         return ROTA_EINVAL;
@@ -261,10 +261,10 @@ int rota_service_arm_periodic_at(struct rota_service *svc,
                ns_to_ticks_ceil(svc, period_ns), missed, fn, arg, out);
 }
 
-int rota_service_arm_periodic(struct rota_service *svc, uint64_t first_delay_ns,
-                              uint64_t period_ns, enum rota_missed missed,
-                              rota_service_fn *fn, void *arg,
-                              struct rota_service_handle *out)
+int rota_service_arm_periodic_in(struct rota_service *svc,
+                                 uint64_t first_delay_ns, uint64_t period_ns,
+                                 enum rota_missed missed, rota_service_fn *fn,
+                                 void *arg, struct rota_service_handle *out)
 {
     if (svc == NULL || fn == NULL || period_ns == 0 ||
         (unsigned)missed > ROTA_MISSED_DELAY)
@@ -315,7 +315,7 @@ static int touch(struct rota_service *svc, struct rota_service_handle h,
         rota__service_file(sh, r, deadline, true);
         rc = 0;
     } else if ((w & F_LIVE) && rota_timer_pending(&r->timer)) {
-        rc = rota_timer_touch(&sh->wheel, &r->timer, deadline);
+        rc = rota_timer_touch_at(&sh->wheel, &r->timer, deadline);
     }
     if (rc == 0)
         bump(&sh->touched, 1);
@@ -326,8 +326,8 @@ static int touch(struct rota_service *svc, struct rota_service_handle h,
     return 0;
 }
 
-int rota_service_touch(struct rota_service *svc,
-                       struct rota_service_handle timer, uint64_t delay_ns)
+int rota_service_touch_in(struct rota_service *svc,
+                          struct rota_service_handle timer, uint64_t delay_ns)
 {
     if (svc == NULL)
         return ROTA_EINVAL;

@@ -172,7 +172,7 @@ struct tstats {
 struct rota_service {
     /* Read-only after create. */
     struct rota_service_clock clock;
-    struct rota_service_allocator alloc;
+    struct rota_allocator alloc;
     uint64_t tick_ns;
     size_t max_pending;
     unsigned nworkers;

@@ -60,7 +60,7 @@ static void teardown(struct rota_service *svc, int mutexes, int conds)
     rota__service_free(svc, svc->workers, svc->workers_bytes);
     rota__service_free(svc, svc->shards_raw, svc->shards_bytes);
     rota__service_free(svc, svc->ts_raw, svc->ts_bytes);
-    struct rota_service_allocator alloc = svc->alloc;
+    struct rota_allocator alloc = svc->alloc;
     alloc.free(alloc.ctx, svc->raw, sizeof *svc + 64);
 }
 
@@ -99,7 +99,7 @@ int rota_service_create(struct rota_service **out,
                         const struct rota_service_config *config)
 {
     struct rota_service_config cfg = {0};
-    struct rota_service_allocator alloc = {default_alloc, default_free, NULL};
+    struct rota_allocator alloc = {default_alloc, default_free, NULL};
 
     if (out == NULL)
         return ROTA_EINVAL;
@@ -463,7 +463,7 @@ int rota_service_check(struct rota_service *svc, const char **why)
     int rc;
 
     if (why != NULL)
-        *why = NULL;
+        *why = svc == NULL ? "NULL service" : NULL;
     if (svc == NULL)
         return ROTA_EINVAL;
     if (rota__service_tl_svc == svc)

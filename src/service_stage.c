@@ -249,10 +249,10 @@ void rota__service_file(struct shard *sh, struct rec *r, uint64_t deadline,
     }
     r->sband = STAGE_NONE;
     if (r->period != 0)
-        rota_timer_arm_periodic(&sh->wheel, &r->timer, deadline, r->period,
-                                (enum rota_missed)r->policy);
+        rota_timer_arm_periodic_at(&sh->wheel, &r->timer, deadline, r->period,
+                                   (enum rota_missed)r->policy);
     else
-        rota_timer_arm(&sh->wheel, &r->timer, deadline);
+        rota_timer_arm_at(&sh->wheel, &r->timer, deadline);
 }
 
 /*
@@ -336,10 +336,11 @@ bool rota__service_stage_pump(struct shard *sh, uint64_t now)
             rota__service_unstage(sh, r);
             uint64_t deadline = base | r->soff;
             if (r->period != 0)
-                rota_timer_arm_periodic(&sh->wheel, &r->timer, deadline,
-                                        r->period, (enum rota_missed)r->policy);
+                rota_timer_arm_periodic_at(&sh->wheel, &r->timer, deadline,
+                                           r->period,
+                                           (enum rota_missed)r->policy);
             else
-                rota_timer_arm(&sh->wheel, &r->timer, deadline);
+                rota_timer_arm_at(&sh->wheel, &r->timer, deadline);
         }
         sh->stage_next++;
     }

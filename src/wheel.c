@@ -80,7 +80,7 @@
  *     the lowest level.  Its earliest deadline is found by one pass over that
  *     slot (touched timers met on the way are filed where they belong) and
  *     cached until a timer with that deadline fires, moves or is cancelled.
- *     rota_timer_touch_unchecked() moves a deadline without telling the
+ *     rota_timer_touch_at_unchecked() moves a deadline without telling the
  *     wheel, so the cache may then be early, never late: a call that
  *     reaches it takes the full path and forgets it (settle_earliest()).
  *
@@ -743,7 +743,7 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
 
 /*
  * The end of a call that ran peek_due() (`more`: timers are still due).
- * rota_timer_touch_unchecked() moves deadlines without telling the wheel,
+ * rota_timer_touch_at_unchecked() moves deadlines without telling the wheel,
  * so the cached earliest deadline E may be stale: earlier than the truth.
  * It must not stay at or before now, or timeout_ms() would answer 0
  * forever; so a pass that leaves nothing due forgets such an E, and
@@ -1140,10 +1140,10 @@ int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-/* Every case rota_timer_arm() does not file inline: a pending timer, a
+/* Every case rota_timer_arm_at() does not file inline: a pending timer, a
  * deadline at or before now or inside a half-cascaded slot, bad input. */
-int rota_timer_arm_noinline(struct rota_wheel *w, struct rota_timer *t,
-                            uint64_t deadline)
+int rota_timer_arm_at_noinline(struct rota_wheel *w, struct rota_timer *t,
+                               uint64_t deadline)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1152,9 +1152,9 @@ int rota_timer_arm_noinline(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-int rota_timer_arm_periodic(struct rota_wheel *w, struct rota_timer *t,
-                            uint64_t first_deadline, uint64_t period,
-                            enum rota_missed missed)
+int rota_timer_arm_periodic_at(struct rota_wheel *w, struct rota_timer *t,
+                               uint64_t first_deadline, uint64_t period,
+                               enum rota_missed missed)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1166,8 +1166,62 @@ int rota_timer_arm_periodic(struct rota_wheel *w, struct rota_timer *t,
     return 0;
 }
 
-int rota_timer_touch_noinline(struct rota_wheel *w, struct rota_timer *t,
-                              uint64_t deadline)
+/*
+ * The instant of [lo, hi] (lo <= hi) with the most trailing zero bits: take
+ * the highest bit in which lo - 1 and hi differ; hi with every bit below it
+ * cleared is the one multiple of that power of two in the window (two
+ * multiples would put a multiple of the next power between them).
+ */
+static uint64_t coarsest_in(uint64_t lo, uint64_t hi)
+{
+    if (lo == 0) /* 0 itself has every trailing bit clear */
+        return 0;
+    uint64_t differ = (lo - 1) ^ hi; /* != 0: lo - 1 < hi */
+    unsigned bit = 63u - (unsigned)__builtin_clzll(differ);
+    return hi & ~(((uint64_t)1 << bit) - 1);
+}
+
+/* Check a window and clamp it as a deadline is clamped. */
+static int clamp_window(const struct rota_wheel *w, uint64_t *earliest,
+                        uint64_t *latest)
+{
+    if (*earliest > *latest)
+        return ROTA_EINVAL;
+    *earliest = clamp_deadline(w, *earliest);
+    *latest = clamp_deadline(w, *latest);
+    return 0;
+}
+
+int rota_timer_arm_range_at(struct rota_wheel *w, struct rota_timer *t,
+                            uint64_t earliest, uint64_t latest)
+{
+    int rc = check_timer(w, t);
+    if (rc != 0)
+        return rc;
+    if ((rc = clamp_window(w, &earliest, &latest)) != 0)
+        return rc;
+    arm_at(w, t, coarsest_in(earliest, latest), POLICY_ONESHOT);
+    return 0;
+}
+
+int rota_timer_touch_range_at_noinline(struct rota_wheel *w,
+                                       struct rota_timer *t, uint64_t earliest,
+                                       uint64_t latest)
+{
+    int rc = check_timer(w, t);
+    if (rc != 0)
+        return rc;
+    if ((rc = clamp_window(w, &earliest, &latest)) != 0)
+        return rc;
+    if (t->wheel_id_ == 0)
+        return ROTA_ENOENT;
+    if (t->deadline_ >= earliest && t->deadline_ <= latest)
+        return 0;
+    return rota_timer_touch_at_noinline(w, t, coarsest_in(earliest, latest));
+}
+
+int rota_timer_touch_at_noinline(struct rota_wheel *w, struct rota_timer *t,
+                                 uint64_t deadline)
 {
     int rc = check_timer(w, t);
     if (rc != 0)
@@ -1290,8 +1344,11 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
 {
     uint64_t count = 0, earliest = ROTA_NEVER;
 
-    if (w == NULL)
-        FAIL("NULL wheel");
+    if (w == NULL) {
+        if (why != NULL)
+            *why = "NULL wheel";
+        return ROTA_EINVAL; /* a bad argument, not a corrupt wheel */
+    }
     uint64_t budget = pending_count(w) + 1;
     if (w->cur_ > w->now_)
         FAIL("cur is after now");
@@ -1344,7 +1401,7 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         FAIL("next_step is later than a due timer");
     if (!w->in_pass_ && w->earliest_ != 0 && w->next_step_ > w->earliest_)
         FAIL("next_step is later than the cached earliest deadline");
-    /* Early is allowed: after rota_timer_touch_unchecked() the cache may
+    /* Early is allowed: after rota_timer_touch_at_unchecked() the cache may
      * hold an old deadline (rota.h); later than a pending deadline never. */
     if (w->earliest_ != 0 && w->earliest_ > earliest)
         FAIL("cached earliest deadline is later than a pending one");

@@ -23,7 +23,7 @@
  *   copy elsewhere fails), its callback, period and tags, and while it is
  *   idle its deadline (a pool's free-list pointer written over an idle
  *   timer's first word fails).  Left out: a pending timer's deadline,
- *   which rota_timer_touch_unchecked() writes without a call, and the
+ *   which rota_timer_touch_at_unchecked() writes without a call, and the
  *   links, which a neighbour's unlink writes.  The library renews the
  *   seal wherever it writes those fields (write_head(), set_idle(),
  *   relocate) and checks it on every call and on every timer it walks.

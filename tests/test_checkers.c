@@ -47,7 +47,7 @@ TEST(wheel_check_catches_flipped_occupancy_bit)
 
     rota_wheel_init(&wheel, 0);
     rota_timer_init(&t, NULL);
-    CHECK_EQ_INT(rota_timer_arm(&wheel, &t, 1000), 0);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t, 1000), 0);
     CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
 
     /* An empty slot of level 1 marked occupied: the bitmap no longer
@@ -82,7 +82,7 @@ TEST(wheel_check_catches_inline_arm_left_on_in_a_cascade)
     rota_wheel_init(&wheel, 0);
     for (unsigned i = 0; i < 10; i++) {
         rota_timer_init(&t[i], NULL);
-        CHECK_EQ_INT(rota_timer_arm(&wheel, &t[i], 300 + i), 0);
+        CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[i], 300 + i), 0);
     }
     /* At 256 the level-1 slot [256, 512) cascades; a limit of 2 stops
      * after two re-filings. */
@@ -110,7 +110,7 @@ TEST(wheel_check_catches_timer_in_the_wrong_slot)
     rota_wheel_init(&wheel, 0);
     rota_timer_init(&t, NULL);
     /* 1000 files in level 1's slot of [768, 1024). */
-    CHECK_EQ_INT(rota_timer_arm(&wheel, &t, 1000), 0);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t, 1000), 0);
     CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
 
     /* A later deadline in the same slot is legal (a touch stores it); an
@@ -138,8 +138,8 @@ static struct rota_keyed *new_map(void)
     for (unsigned i = 0; i < 50; i++) {
         char key[16];
         int len = snprintf(key, sizeof key, "key-%u", i);
-        CHECK_EQ_INT(rota_keyed_set(map, key, (size_t)len, NULL,
-                                    i % 2 ? ROTA_NEVER : 100 + i, NULL),
+        CHECK_EQ_INT(rota_keyed_set_in(map, key, (size_t)len, NULL,
+                                       i % 2 ? ROTA_NEVER : 100 + i, NULL),
                      0);
     }
     return map;

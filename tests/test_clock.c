@@ -240,7 +240,8 @@ TEST(clock_drives_a_wheel)
     rota_wheel_init(&w, rota_clock_now(&c));
     rota_timer_init(&t, NULL);
     uint64_t before = rota_clock_now_ns(&c);
-    rota_timer_arm(&w, &t, rota_clock_deadline_after(&c, 50000000)); /* 50 ms */
+    rota_timer_arm_at(&w, &t,
+                      rota_clock_deadline_after(&c, 50000000)); /* 50 ms */
     uint64_t now = rota_clock_now(&c);
     uint64_t after = rota_clock_now_ns(&c);
     uint64_t deadline = rota_timer_deadline(&t);

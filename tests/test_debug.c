@@ -182,9 +182,9 @@ static void three_pending(void)
     rota_timer_init(&a.timer, fire0);
     rota_timer_init(&b.timer, fire0);
     rota_timer_init(&c.timer, fire0);
-    rota_timer_arm(&wheel, &a.timer, 10);
-    rota_timer_arm(&wheel, &b.timer, 10);
-    rota_timer_arm(&wheel, &c.timer, 10);
+    rota_timer_arm_at(&wheel, &a.timer, 10);
+    rota_timer_arm_at(&wheel, &b.timer, 10);
+    rota_timer_arm_at(&wheel, &c.timer, 10);
 }
 
 /* ------------------------------------------------ (a) init of a pending */
@@ -244,13 +244,13 @@ static void scenario_free_list(void)
     /* A connection times out, and its object goes back to the pool. */
     union pool_item *item = &pool[0];
     rota_timer_init(&item->conn.timer, fire0);
-    rota_timer_arm(&wheel, &item->conn.timer, 5);
+    rota_timer_arm_at(&wheel, &item->conn.timer, 5);
     rota_wheel_advance(&wheel, 5);
     pool_put(&pool[1]);
     pool_put(item);
     /* The next owner forgets rota_timer_init() and arms it. */
     struct conn *reused = &pool_get()->conn;
-    out->rc = rota_timer_arm(&wheel, &reused->timer, 20);
+    out->rc = rota_timer_arm_at(&wheel, &reused->timer, 20);
     rota_wheel_advance(&wheel, 20);
     out->finished = 1;
 }
@@ -276,7 +276,7 @@ static void scenario_copied(void)
      * copy of a's, never initialised at b's address. */
     b = a;
     b.fd = 7;
-    out->rc = rota_timer_arm(&wheel, &b.timer, 20);
+    out->rc = rota_timer_arm_at(&wheel, &b.timer, 20);
     rota_wheel_advance(&wheel, 20);
     out->finished = 1;
 }

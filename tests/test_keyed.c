@@ -85,7 +85,7 @@ static int v[16]; /* distinct value pointers: &v[i] */
 static void test_create_destroy(void)
 {
     struct rota_keyed *map = NULL;
-    struct rota_keyed_allocator half = {NULL, NULL, NULL};
+    struct rota_allocator half = {NULL, NULL, NULL};
     struct rota_keyed_config bad = {.allocator = &half};
 
     CHECK_EQ_INT(rota_keyed_create(NULL, NULL), ROTA_EINVAL);
@@ -112,22 +112,25 @@ static void test_invalid_arguments(void)
     struct rota_keyed *map = make(&log, 100);
     static const char big[1] = {0};
 
-    CHECK_EQ_INT(rota_keyed_set(NULL, K("a"), NULL, 1, NULL), ROTA_EINVAL);
-    CHECK_EQ_INT(rota_keyed_set(map, NULL, 1, NULL, 1, NULL), ROTA_EINVAL);
-    CHECK_EQ_INT(rota_keyed_move(map, NULL, 3, 1), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_set_in(NULL, K("a"), NULL, 1, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_set_in(map, NULL, 1, NULL, 1, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_move_in(map, NULL, 3, 1), ROTA_EINVAL);
     CHECK_EQ_INT(rota_keyed_remove(map, NULL, 3, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_keyed_get(map, NULL, 3, NULL, NULL), ROTA_EINVAL);
     CHECK(!rota_keyed_contains(NULL, K("a")));
     /* A length beyond UINT32_MAX is refused before the bytes are read. */
     if (SIZE_MAX > UINT32_MAX)
         CHECK_EQ_INT(
-            rota_keyed_set(map, big, (size_t)UINT32_MAX + 1, NULL, 1, NULL),
+            rota_keyed_set_in(map, big, (size_t)UINT32_MAX + 1, NULL, 1, NULL),
             ROTA_EINVAL);
     CHECK_EQ_INT(rota_keyed_advance(NULL, 1), ROTA_EINVAL);
     CHECK_EQ_INT(rota_keyed_drain(map, NULL, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_keyed_drain(NULL, record, NULL), ROTA_EINVAL);
     CHECK_EQ_INT(rota_keyed_count(map), 0);
-    CHECK(rota_keyed_check(NULL, NULL) == ROTA_ECORRUPT);
+    CHECK_EQ_INT(rota_keyed_check(NULL, NULL), ROTA_EINVAL);
+    const char *why = NULL;
+    CHECK_EQ_INT(rota_keyed_check(NULL, &why), ROTA_EINVAL);
+    CHECK(why != NULL);
     rota_keyed_destroy(map);
 }
 
@@ -138,7 +141,7 @@ static void test_set_get_replace(void)
     void *value = NULL, *old = NULL;
     uint64_t deadline = 0;
 
-    CHECK_EQ_INT(rota_keyed_set(map, K("alpha"), &v[1], 50, &old), 0);
+    CHECK_EQ_INT(rota_keyed_set_in(map, K("alpha"), &v[1], 50, &old), 0);
     CHECK(old == NULL); /* untouched when the key was added */
     CHECK_EQ_INT(rota_keyed_count(map), 1);
     CHECK_EQ_INT(rota_keyed_get(map, K("alpha"), &value, &deadline), 1);
@@ -150,7 +153,7 @@ static void test_set_get_replace(void)
     CHECK_EQ_INT(rota_keyed_get(map, K("beta"), &value, &deadline), 0);
 
     /* Replace: value swapped, old handed back, deadline moved. */
-    CHECK_EQ_INT(rota_keyed_set(map, K("alpha"), &v[2], 80, &old), 1);
+    CHECK_EQ_INT(rota_keyed_set_in(map, K("alpha"), &v[2], 80, &old), 1);
     CHECK(old == &v[1]);
     CHECK_EQ_INT(rota_keyed_count(map), 1);
     CHECK_EQ_INT(rota_keyed_get(map, K("alpha"), &value, &deadline), 1);
@@ -183,13 +186,13 @@ static void test_move(void)
     struct rota_keyed *map = make(&log, 0);
     uint64_t deadline;
 
-    CHECK_EQ_INT(rota_keyed_move(map, K("nobody"), 5), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_keyed_move_in(map, K("nobody"), 5), ROTA_ENOENT);
     CHECK_EQ_INT(rota_keyed_move_at(map, K("nobody"), 5), ROTA_ENOENT);
     CHECK_EQ_INT(rota_keyed_count(map), 0); /* move never creates */
 
-    rota_keyed_set(map, K("later"), &v[1], 10, NULL);
-    rota_keyed_set(map, K("earlier"), &v[2], 100, NULL);
-    CHECK_EQ_INT(rota_keyed_move(map, K("later"), 100), 0); /* touch path */
+    rota_keyed_set_in(map, K("later"), &v[1], 10, NULL);
+    rota_keyed_set_in(map, K("earlier"), &v[2], 100, NULL);
+    CHECK_EQ_INT(rota_keyed_move_in(map, K("later"), 100), 0); /* touch path */
     CHECK_EQ_INT(rota_keyed_move_at(map, K("earlier"), 20),
                  0); /* re-file path */
     CHECK_EQ_INT(rota_keyed_get(map, K("later"), NULL, &deadline), 1);
@@ -216,8 +219,8 @@ static void test_remove(void)
     void *value = NULL;
 
     CHECK_EQ_INT(rota_keyed_remove(map, K("x"), &value), 0);
-    rota_keyed_set(map, K("x"), &v[4], 5, NULL);
-    rota_keyed_set(map, K("y"), &v[5], ROTA_NEVER, NULL);
+    rota_keyed_set_in(map, K("x"), &v[4], 5, NULL);
+    rota_keyed_set_in(map, K("y"), &v[5], ROTA_NEVER, NULL);
     CHECK_EQ_INT(rota_keyed_remove(map, K("x"), &value), 1);
     CHECK(value == &v[4]);
     CHECK_EQ_INT(rota_keyed_remove(map, K("x"), &value), 0);
@@ -241,12 +244,12 @@ static void test_keys_are_bytes(void)
     void *value;
 
     memset(big, 'z', big_len);
-    CHECK_EQ_INT(rota_keyed_set(map, "", 0, &v[0], ROTA_NEVER, NULL), 0);
-    CHECK_EQ_INT(rota_keyed_set(map, NULL, 0, &v[1], ROTA_NEVER, NULL), 1);
-    CHECK_EQ_INT(rota_keyed_set(map, nul1, 3, &v[2], ROTA_NEVER, NULL), 0);
-    CHECK_EQ_INT(rota_keyed_set(map, nul2, 3, &v[3], ROTA_NEVER, NULL), 0);
-    CHECK_EQ_INT(rota_keyed_set(map, nul1, 1, &v[4], ROTA_NEVER, NULL), 0);
-    CHECK_EQ_INT(rota_keyed_set(map, big, big_len, &v[5], 7, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set_in(map, "", 0, &v[0], ROTA_NEVER, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set_in(map, NULL, 0, &v[1], ROTA_NEVER, NULL), 1);
+    CHECK_EQ_INT(rota_keyed_set_in(map, nul1, 3, &v[2], ROTA_NEVER, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set_in(map, nul2, 3, &v[3], ROTA_NEVER, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set_in(map, nul1, 1, &v[4], ROTA_NEVER, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set_in(map, big, big_len, &v[5], 7, NULL), 0);
     /* The map copied the key: the caller's buffer may change. */
     memset(big, 'q', big_len);
     CHECK_EQ_INT(rota_keyed_get(map, big, big_len, &value, NULL), 0);
@@ -272,13 +275,13 @@ static void test_persistent_entries(void)
     struct rota_keyed *map = make(&log, 0);
     uint64_t deadline;
 
-    rota_keyed_set(map, K("forever"), &v[1], ROTA_NEVER, NULL);
-    rota_keyed_set(map, K("persisted"), &v[2], 10, NULL);
-    rota_keyed_set(map, K("overwritten"), &v[3], 10, NULL);
-    CHECK_EQ_INT(rota_keyed_move(map, K("persisted"), ROTA_NEVER), 0);
+    rota_keyed_set_in(map, K("forever"), &v[1], ROTA_NEVER, NULL);
+    rota_keyed_set_in(map, K("persisted"), &v[2], 10, NULL);
+    rota_keyed_set_in(map, K("overwritten"), &v[3], 10, NULL);
+    CHECK_EQ_INT(rota_keyed_move_in(map, K("persisted"), ROTA_NEVER), 0);
     /* SET without EX in Redis: the new value has no TTL. */
-    CHECK_EQ_INT(rota_keyed_set(map, K("overwritten"), &v[4], ROTA_NEVER, NULL),
-                 1);
+    CHECK_EQ_INT(
+        rota_keyed_set_in(map, K("overwritten"), &v[4], ROTA_NEVER, NULL), 1);
     CHECK_EQ_INT(rota_keyed_get(map, K("overwritten"), NULL, &deadline), 1);
     CHECK_EQ_U64(deadline, ROTA_NEVER);
     struct rota_keyed_stats st;
@@ -289,11 +292,11 @@ static void test_persistent_entries(void)
     CHECK_EQ_INT(rota_keyed_advance(map, 1000000), 0);
     CHECK_EQ_INT(log.n, 0);
     /* A persistent key can be given a deadline again. */
-    CHECK_EQ_INT(rota_keyed_move(map, K("forever"), 5), 0);
+    CHECK_EQ_INT(rota_keyed_move_in(map, K("forever"), 5), 0);
     CHECK_EQ_INT(rota_keyed_advance(map, 1000005), 1);
     CHECK_EQ_INT(rota_keyed_count(map), 2);
     /* ... and so can a set on one (an arm, not a touch, inside). */
-    CHECK_EQ_INT(rota_keyed_set(map, K("persisted"), &v[5], 3, NULL), 1);
+    CHECK_EQ_INT(rota_keyed_set_in(map, K("persisted"), &v[5], 3, NULL), 1);
     rota_keyed_stats(map, &st);
     CHECK_EQ_INT(st.expiring, 1);
     CHECK_EQ_INT(rota_keyed_get(map, K("persisted"), NULL, &deadline), 1);
@@ -314,7 +317,7 @@ static void test_huge_ttl_saturates(void)
     struct rota_keyed *map = make(&log, 1000);
     uint64_t deadline;
 
-    rota_keyed_set(map, K("huge"), NULL, ROTA_MAX_DEADLINE, NULL);
+    rota_keyed_set_in(map, K("huge"), NULL, ROTA_MAX_DEADLINE, NULL);
     CHECK_EQ_INT(rota_keyed_get(map, K("huge"), NULL, &deadline), 1);
     CHECK_EQ_U64(deadline, ROTA_MAX_DEADLINE); /* saturated, not wrapped */
     CHECK_EQ_INT(rota_keyed_advance(map, ROTA_MAX_DEADLINE - 1), 0);
@@ -330,8 +333,8 @@ static void test_removed_before_callback(void)
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
 
-    rota_keyed_set(map, K("k"), &v[1], 3, NULL);
-    rota_keyed_set(map, K("other"), &v[2], 100, NULL);
+    rota_keyed_set_in(map, K("k"), &v[1], 3, NULL);
+    rota_keyed_set_in(map, K("other"), &v[2], 100, NULL);
     CHECK_EQ_INT(rota_keyed_advance(map, 3), 1);
     CHECK_EQ_INT(log.n, 1);
     CHECK(!log.f[0].present_inside);
@@ -343,7 +346,7 @@ static void set_again_ttl0(struct rota_keyed *map, const void *key, size_t len,
                            struct log *log)
 {
     if (log->n <= 3) /* re-set itself a few times, then stop */
-        log->rc = rota_keyed_set(map, key, len, &v[9], 0, NULL);
+        log->rc = rota_keyed_set_in(map, key, len, &v[9], 0, NULL);
 }
 
 /* A callback that re-sets its own key with ttl 0 cannot loop: each set
@@ -353,7 +356,7 @@ static void test_callback_sets_same_key(void)
     struct log log = {.action = set_again_ttl0};
     struct rota_keyed *map = make(&log, 0);
 
-    rota_keyed_set(map, K("again"), &v[1], 1, NULL);
+    rota_keyed_set_in(map, K("again"), &v[1], 1, NULL);
     CHECK_EQ_INT(rota_keyed_advance(map, 1), 1);
     CHECK_EQ_INT(log.rc, 0); /* added again: the old entry was gone */
     CHECK_EQ_INT(rota_keyed_count(map), 1);
@@ -384,9 +387,9 @@ static void test_callback_removes_due_entry(void)
     struct log log = {.action = remove_victim};
     struct rota_keyed *map = make(&log, 0);
 
-    rota_keyed_set(map, K("first"), &v[1], 5, NULL);
-    rota_keyed_set(map, K("victim"), &v[2], 5, NULL);
-    rota_keyed_set(map, K("last"), &v[3], 6, NULL);
+    rota_keyed_set_in(map, K("first"), &v[1], 5, NULL);
+    rota_keyed_set_in(map, K("victim"), &v[2], 5, NULL);
+    rota_keyed_set_in(map, K("last"), &v[3], 6, NULL);
     CHECK_EQ_INT(rota_keyed_advance(map, 10), 2);
     CHECK_EQ_INT(log.rc, 1);
     CHECK_EQ_INT(log.n, 2);
@@ -404,14 +407,14 @@ static void test_ttl_zero(void)
     struct rota_keyed *map = make(&log, 500);
     uint64_t deadline;
 
-    CHECK_EQ_INT(rota_keyed_set(map, K("now"), &v[1], 0, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set_in(map, K("now"), &v[1], 0, NULL), 0);
     CHECK_EQ_INT(log.n, 0);
     CHECK(rota_keyed_contains(map, K("now")));
     CHECK_EQ_INT(rota_keyed_get(map, K("now"), NULL, &deadline), 1);
     CHECK_EQ_U64(deadline, 500);
     /* A past absolute deadline is clamped to now, the same. */
     CHECK_EQ_INT(rota_keyed_set_at(map, K("past"), &v[2], 3, NULL), 0);
-    CHECK_EQ_INT(rota_keyed_move(map, K("now"), 0), 0);
+    CHECK_EQ_INT(rota_keyed_move_in(map, K("now"), 0), 0);
     CHECK_EQ_INT(log.n, 0);
     CHECK_EQ_INT(rota_keyed_advance(map, 500), 2);
     CHECK_EQ_INT(log.n, 2);
@@ -427,10 +430,10 @@ static void test_never_early_and_order(void)
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
 
-    rota_keyed_set(map, K("c"), &v[3], 70000, NULL);
-    rota_keyed_set(map, K("a"), &v[1], 4096, NULL);
-    rota_keyed_set(map, K("b"), &v[2], 4096, NULL);
-    rota_keyed_set(map, K("z"), &v[4], 1, NULL);
+    rota_keyed_set_in(map, K("c"), &v[3], 70000, NULL);
+    rota_keyed_set_in(map, K("a"), &v[1], 4096, NULL);
+    rota_keyed_set_in(map, K("b"), &v[2], 4096, NULL);
+    rota_keyed_set_in(map, K("z"), &v[4], 1, NULL);
     CHECK_EQ_INT(rota_keyed_advance(map, 4095), 1);
     CHECK_EQ_INT(rota_keyed_advance(map, 4095), 0);
     CHECK_EQ_INT(rota_keyed_advance(map, 69999), 2);
@@ -440,7 +443,7 @@ static void test_never_early_and_order(void)
     CHECK_EQ_INT(rota_keyed_advance(map, 70000), 1);
     CHECK_EQ_U64(log.f[3].now, 70000);
     /* Going back in time fires nothing. */
-    rota_keyed_set(map, K("d"), &v[5], 10, NULL);
+    rota_keyed_set_in(map, K("d"), &v[5], 10, NULL);
     CHECK_EQ_INT(rota_keyed_advance(map, 5), 0);
     CHECK_EQ_U64(rota_keyed_now(map), 70000);
     CHECK_EQ_INT(rota_keyed_advance(map, 70010), 1);
@@ -454,17 +457,17 @@ static void test_one_entry_per_key(void)
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
 
-    rota_keyed_set(map, K("k"), &v[1], 10, NULL);
-    rota_keyed_move(map, K("k"), 30);
-    rota_keyed_move(map, K("k"), 5);
+    rota_keyed_set_in(map, K("k"), &v[1], 10, NULL);
+    rota_keyed_move_in(map, K("k"), 30);
+    rota_keyed_move_in(map, K("k"), 5);
     CHECK_EQ_INT(rota_keyed_remove(map, K("k"), NULL), 1);
     CHECK_EQ_INT(rota_keyed_advance(map, 100), 0);
     CHECK_EQ_INT(log.n, 0);
 
-    rota_keyed_set(map, K("k"), &v[1], 10, NULL);
-    rota_keyed_set(map, K("k"), &v[2], 20, NULL);
-    rota_keyed_set(map, K("k"), &v[3], 5, NULL);
-    rota_keyed_move(map, K("k"), 40);
+    rota_keyed_set_in(map, K("k"), &v[1], 10, NULL);
+    rota_keyed_set_in(map, K("k"), &v[2], 20, NULL);
+    rota_keyed_set_in(map, K("k"), &v[3], 5, NULL);
+    rota_keyed_move_in(map, K("k"), 40);
     CHECK_EQ_INT(rota_keyed_count(map), 1);
     CHECK_EQ_INT(rota_wheel_count(rota_keyed_wheel(map)), 1);
     CHECK_EQ_INT(rota_keyed_advance(map, 139), 0);
@@ -484,8 +487,8 @@ static void test_move_overdue_entry(void)
     struct rota_keyed *map = make(&log, 0);
     uint64_t deadline;
 
-    rota_keyed_set(map, K("late"), &v[1], 10, NULL);
-    rota_keyed_set(map, K("late2"), &v[2], 10, NULL);
+    rota_keyed_set_in(map, K("late"), &v[1], 10, NULL);
+    rota_keyed_set_in(map, K("late2"), &v[2], 10, NULL);
     /* Time passes to 50 without an advance; the caller then uses absolute
      * deadlines from its own clock. */
     CHECK(rota_keyed_contains(map, K("late")));
@@ -499,8 +502,9 @@ static void test_move_overdue_entry(void)
     size_t fired = 99;
     CHECK_EQ_INT(rota_keyed_advance_max(map, 85, 0, &fired), 1);
     CHECK_EQ_INT(fired, 0);
-    CHECK_EQ_INT(rota_keyed_move(map, K("late"), 10), 0); /* lives on to 95 */
-    CHECK_EQ_INT(rota_keyed_advance(map, 94), 1);         /* late2 only */
+    CHECK_EQ_INT(rota_keyed_move_in(map, K("late"), 10),
+                 0);                              /* lives on to 95 */
+    CHECK_EQ_INT(rota_keyed_advance(map, 94), 1); /* late2 only */
     CHECK_EQ_INT(log.n, 1);
     CHECK(strcmp(log.f[0].key, "late2") == 0);
     CHECK_EQ_INT(rota_keyed_advance(map, 95), 1);
@@ -518,7 +522,7 @@ static void test_advance_max(void)
 
     for (int i = 0; i < 10; i++) {
         int len = snprintf(key, sizeof key, "k%d", i);
-        rota_keyed_set(map, key, (size_t)len, NULL, (uint64_t)(i % 3), NULL);
+        rota_keyed_set_in(map, key, (size_t)len, NULL, (uint64_t)(i % 3), NULL);
     }
     CHECK_EQ_INT(rota_keyed_advance_max(map, 5, 4, &fired), 1);
     CHECK_EQ_INT(fired, 4);
@@ -549,7 +553,7 @@ static void count_drain(struct rota_keyed *map, const void *key, size_t len,
         d->advance_rc = rota_keyed_advance(map, 1000000);
         d->destroy_rc = rota_keyed_destroy(map);
         d->drain_rc = rota_keyed_drain(map, count_drain, arg);
-        d->set_rc = rota_keyed_set(map, K("born-in-drain"), NULL, 5, NULL);
+        d->set_rc = rota_keyed_set_in(map, K("born-in-drain"), NULL, 5, NULL);
     }
 }
 
@@ -564,8 +568,8 @@ static void test_drain(void)
 
     for (int i = 0; i < 1000; i++) {
         int len = snprintf(key, sizeof key, "key%d", i);
-        rota_keyed_set(map, key, (size_t)len, &v[i % 16],
-                       i % 2 ? ROTA_NEVER : (uint64_t)i, NULL);
+        rota_keyed_set_in(map, key, (size_t)len, &v[i % 16],
+                          i % 2 ? ROTA_NEVER : (uint64_t)i, NULL);
     }
     CHECK_EQ_INT(rota_keyed_drain(map, count_drain, &d), 0);
     CHECK_EQ_INT(d.calls, 1000);
@@ -584,7 +588,7 @@ static void test_drain(void)
     d.calls = 0;
     CHECK_EQ_INT(rota_keyed_drain(map, count_drain, &d), 0);
     CHECK_EQ_INT(d.calls, 0);
-    CHECK_EQ_INT(rota_keyed_set(map, K("after"), NULL, 1, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set_in(map, K("after"), NULL, 1, NULL), 0);
     check_ok(map);
     rota_keyed_destroy(map);
 }
@@ -606,10 +610,10 @@ static void test_drain_from_expire_callback(void)
     struct log log = {.action = drain_from_callback};
     struct rota_keyed *map = make(&log, 0);
 
-    rota_keyed_set(map, K("trigger"), NULL, 1, NULL);
-    rota_keyed_set(map, K("a"), NULL, 2, NULL);
-    rota_keyed_set(map, K("b"), NULL, 1, NULL);
-    rota_keyed_set(map, K("c"), NULL, ROTA_NEVER, NULL);
+    rota_keyed_set_in(map, K("trigger"), NULL, 1, NULL);
+    rota_keyed_set_in(map, K("a"), NULL, 2, NULL);
+    rota_keyed_set_in(map, K("b"), NULL, 1, NULL);
+    rota_keyed_set_in(map, K("c"), NULL, ROTA_NEVER, NULL);
     CHECK_EQ_INT(rota_keyed_advance(map, 10), 1); /* b was drained, not fired */
     CHECK_EQ_INT(log.rc, 0);
     /* Only the key the drain function set is left. */
@@ -665,7 +669,7 @@ static void count_call(struct rota_keyed *map, const void *key, size_t len,
 static void test_allocator_hook_and_destroy(void)
 {
     struct counting c = {0};
-    struct rota_keyed_allocator a = {count_alloc, count_free, &c};
+    struct rota_allocator a = {count_alloc, count_free, &c};
     struct rota_keyed_config cfg = {
         .allocator = &a, .expire = count_call, .seed = seed_a};
     struct rota_keyed *map = NULL;
@@ -676,7 +680,7 @@ static void test_allocator_hook_and_destroy(void)
     CHECK_EQ_INT(c.live_blocks, 1);
     for (int i = 0; i < 5000; i++) {
         int len = snprintf(key, sizeof key, "%d", i);
-        rota_keyed_set(map, key, (size_t)len, NULL, (uint64_t)i + 1, NULL);
+        rota_keyed_set_in(map, key, (size_t)len, NULL, (uint64_t)i + 1, NULL);
     }
     rota_keyed_stats(map, &st);
     CHECK_EQ_INT(st.bytes, c.live_bytes);
@@ -715,20 +719,20 @@ static void test_memory_per_entry(void)
     CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0);
     rota_keyed_stats(map, &before);
     for (uint64_t i = 0; i < n; i++)
-        rota_keyed_set(map, &i, sizeof i, NULL, i % 1000 + 1, NULL);
+        rota_keyed_set_in(map, &i, sizeof i, NULL, i % 1000 + 1, NULL);
     rota_keyed_stats(map, &after);
-    CHECK_EQ_INT(after.buckets, 1u << 16);
+    CHECK_EQ_INT(after.slots, 1u << 16);
 #if defined(__x86_64__)
     CHECK_EQ_INT(SLOT_BYTES, 72);
 #endif
-    CHECK_EQ_INT(after.bytes - before.bytes, after.buckets * SLOT_BYTES);
+    CHECK_EQ_INT(after.bytes - before.bytes, after.slots * SLOT_BYTES);
     printf("memory per entry (8-byte keys): %zu bytes of table at load "
            "%.2f, excluding the allocator's own overhead\n",
-           after.buckets * SLOT_BYTES / n, (double)n / (double)after.buckets);
+           after.slots * SLOT_BYTES / n, (double)n / (double)after.slots);
     /* A 9-byte key adds its own block of 9 bytes. */
     unsigned char long_key[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-    CHECK_EQ_INT(rota_keyed_set(map, long_key, sizeof long_key, NULL, 5, NULL),
-                 0);
+    CHECK_EQ_INT(
+        rota_keyed_set_in(map, long_key, sizeof long_key, NULL, 5, NULL), 0);
     rota_keyed_stats(map, &before);
     CHECK_EQ_INT(before.bytes - after.bytes, 9);
     check_ok(map);
@@ -746,8 +750,8 @@ static void test_grow_and_shrink(void)
 
     CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0);
     for (uint64_t i = 0; i < n; i++) {
-        rota_keyed_set(map, &i, sizeof i, (void *)(uintptr_t)(i + 1),
-                       i % 7 == 0 ? ROTA_NEVER : i + 1, NULL);
+        rota_keyed_set_in(map, &i, sizeof i, (void *)(uintptr_t)(i + 1),
+                          i % 7 == 0 ? ROTA_NEVER : i + 1, NULL);
         if (i % 4999 == 0 || (i > 32760 && i < 32800))
             check_ok(map);
     }
@@ -762,20 +766,20 @@ static void test_grow_and_shrink(void)
             break;
         }
     }
-    size_t grown = st.buckets;
+    size_t grown = st.slots;
     /* Remove most: the table shrinks, in several steps. */
     for (uint64_t i = 0; i < n - 100; i++) {
         CHECK_EQ_INT(rota_keyed_remove(map, &i, sizeof i, NULL), 1);
         if (i % 9973 == 0) {
             check_ok(map);
             rota_keyed_stats(map, &st);
-            saw_shrunk |= st.buckets != grown;
+            saw_shrunk |= st.slots != grown;
         }
     }
     check_ok(map);
     rota_keyed_stats(map, &st);
     CHECK_EQ_INT(st.count, 100);
-    CHECK(st.buckets <= 1024);
+    CHECK(st.slots <= 1024);
     CHECK(saw_shrunk);
     /* The rest expire; expiry shrinks the table too. */
     CHECK(rota_keyed_advance(map, n + 1) > 0);
@@ -828,14 +832,14 @@ static void test_flooding_switches_to_siphash(void)
         struct rota_keyed_stats st;
         CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0);
         for (int i = 0; i < want; i++)
-            CHECK_EQ_INT(rota_keyed_set(map, &keys[i], sizeof keys[i], &keys[i],
-                                        10, NULL),
+            CHECK_EQ_INT(rota_keyed_set_in(map, &keys[i], sizeof keys[i],
+                                           &keys[i], 10, NULL),
                          0);
         rota_keyed_stats(map, &st);
         CHECK_EQ_INT(st.sip_hash, s == 0);
         /* The switch came at the first probe longer than 64 + 32 log2(size)
          * slots (size at most 2048 here). */
-        CHECK(st.longest_chain <= FLOOD_PROBE_2048 + 1);
+        CHECK(st.longest_probe <= FLOOD_PROBE_2048 + 1);
         for (int i = 0; i < want; i++) { /* nothing lost by the rehash */
             void *value = NULL;
             CHECK_EQ_INT(
@@ -843,10 +847,10 @@ static void test_flooding_switches_to_siphash(void)
             CHECK(value == &keys[i]);
         }
         for (int i = 0; i < want; i++)
-            rota_keyed_move(map, &keys[i], sizeof keys[i], 20);
+            rota_keyed_move_in(map, &keys[i], sizeof keys[i], 20);
         rota_keyed_stats(map, &st);
         /* short probes after the switch */
-        CHECK(st.longest_chain <= FLOOD_PROBE_2048 + 1);
+        CHECK(st.longest_probe <= FLOOD_PROBE_2048 + 1);
         CHECK_EQ_INT(st.sip_hash, s == 0);
         check_ok(map);
         CHECK_EQ_INT(rota_keyed_advance(map, 20), want);
@@ -1054,10 +1058,10 @@ static void test_callback_grows_table_mid_pass(void)
     for (uint64_t i = 0; i < 100; i++)
         rota_keyed_set_at(map, &i, sizeof i, NULL, 10, NULL);
     rota_keyed_stats(map, &st);
-    size_t before = st.buckets;
+    size_t before = st.slots;
     CHECK_EQ_INT(rota_keyed_advance(map, 10), 90);
     rota_keyed_stats(map, &st);
-    CHECK(st.buckets > before); /* it grew inside the pass */
+    CHECK(st.slots > before); /* it grew inside the pass */
     CHECK(!o.bad_key);
     for (size_t i = 0, want = 0; i < o.n; i++, want++) {
         if (want == 50)
@@ -1077,7 +1081,7 @@ static void test_callback_grows_table_mid_pass(void)
         }
     rota_keyed_stats(map, &st);
     CHECK_EQ_INT(st.count, 0);
-    CHECK_EQ_INT(st.buckets, 8);
+    CHECK_EQ_INT(st.slots, 8);
     check_ok(map);
     rota_keyed_destroy(map);
 }
@@ -1125,15 +1129,16 @@ static void test_long_keys(void)
     rota_keyed_stats(map, &empty);
     for (size_t len = 0; len <= 300; len++) {
         fill_key(key, len);
-        CHECK_EQ_INT(rota_keyed_set(map, key, len, &v[0], len % 17 + 1, NULL),
-                     0);
+        CHECK_EQ_INT(
+            rota_keyed_set_in(map, key, len, &v[0], len % 17 + 1, NULL), 0);
         memset(key, 0xee, sizeof key); /* the map kept its own copy */
     }
     for (size_t len = 0; len <= 300; len++) { /* replace: no allocation */
         void *old = NULL;
         fill_key(key, len);
         CHECK_EQ_INT(
-            rota_keyed_set(map, key, len, &v[len % 16], len % 17 + 1, &old), 1);
+            rota_keyed_set_in(map, key, len, &v[len % 16], len % 17 + 1, &old),
+            1);
         CHECK(old == &v[0]);
     }
     check_ok(map);
@@ -1159,7 +1164,7 @@ static void test_long_keys(void)
         CHECK_EQ_INT(lk.seen[len], len % 5 != 0);
     rota_keyed_stats(map, &st);
     CHECK_EQ_INT(st.count, 0);
-    CHECK_EQ_INT(st.bytes, empty.bytes + st.buckets * SLOT_BYTES); /* no keys */
+    CHECK_EQ_INT(st.bytes, empty.bytes + st.slots * SLOT_BYTES); /* no keys */
     check_ok(map);
     rota_keyed_destroy(map);
 }
@@ -1194,7 +1199,7 @@ static void test_deletion_shifts_cluster(void)
                           NULL);
     rota_keyed_set_at(map, &home1, sizeof home1, NULL, deadline[4], NULL);
     rota_keyed_stats(map, &st);
-    CHECK_EQ_INT(st.buckets, 8);
+    CHECK_EQ_INT(st.slots, 8);
     check_ok(map);
     CHECK_EQ_INT(rota_keyed_remove(map, &home0[0], sizeof home0[0], NULL), 1);
     check_ok(map);
@@ -1321,8 +1326,8 @@ static void test_own_timers_on_the_wheel(void)
     struct rota_wheel *w = rota_keyed_wheel(map);
 
     rota_timer_init(&own.timer, own_fire);
-    CHECK_EQ_INT(rota_timer_arm(w, &own.timer, 15), 0);
-    rota_keyed_set(map, K("k"), NULL, 20, NULL);
+    CHECK_EQ_INT(rota_timer_arm_at(w, &own.timer, 15), 0);
+    rota_keyed_set_in(map, K("k"), NULL, 20, NULL);
     CHECK_EQ_U64(rota_wheel_next_deadline(w), 15);
     int ms = 0;
     CHECK_EQ_INT(rota_wheel_timeout_ms(w, 0, 1000000, &ms), 0);
@@ -1333,8 +1338,8 @@ static void test_own_timers_on_the_wheel(void)
     CHECK_EQ_INT(rota_keyed_advance(map, 20), 1);
     CHECK_EQ_INT(log.rc, ROTA_EBUSY); /* destroy refused inside the callback */
     /* Drain hands back only the map's entries. */
-    rota_keyed_set(map, K("k2"), NULL, 50, NULL);
-    rota_timer_arm(w, &own.timer, 40);
+    rota_keyed_set_in(map, K("k2"), NULL, 50, NULL);
+    rota_timer_arm_at(w, &own.timer, 40);
     struct drain_log d = {0};
     CHECK_EQ_INT(rota_keyed_drain(map, count_drain, &d), 0);
     CHECK_EQ_INT(d.calls, 1);

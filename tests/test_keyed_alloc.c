@@ -102,7 +102,7 @@ static void verify_intact(int line)
 static void do_set(const unsigned char *key, size_t len, uint64_t ttl)
 {
     void *value = (void *)(uintptr_t)(S.step * 1000 + len);
-    int rc = rota_keyed_set(S.map, key, len, value, ttl, NULL);
+    int rc = rota_keyed_set_in(S.map, key, len, value, ttl, NULL);
     if (rc == ROTA_ENOMEM) {
         S.enomem++;
         total_enomem++;
@@ -151,7 +151,7 @@ static void script(void)
             len = make_key(i * 2 + 1, key);
             uint64_t ttl = i % 4 == 0 ? ROTA_NEVER : (i * 11) % 300;
             CHECK_EQ_INT(
-                rota_keyed_move(S.map, key, len, ttl),
+                rota_keyed_move_in(S.map, key, len, ttl),
                 km_move(&S.model, key, len, km_deadline_in(&S.model, ttl)));
         }
         /* Expire some (callbacks insert again), then shrink by removal. */
@@ -183,7 +183,7 @@ static void script(void)
 static bool run_with_failure(uint64_t n, bool persistent)
 {
     struct failing f = {.fail_at = n, .persistent = persistent};
-    struct rota_keyed_allocator a = {fail_alloc, fail_free, &f};
+    struct rota_allocator a = {fail_alloc, fail_free, &f};
     static const unsigned char seed[ROTA_KEYED_SEED_SIZE] = {42};
     struct rota_keyed_config cfg = {
         .allocator = &a, .expire = on_expire, .seed = seed, .now = 1000000};

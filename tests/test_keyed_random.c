@@ -118,7 +118,7 @@ static void random_op(void)
         uint64_t ttl = random_ttl();
         uint64_t deadline = km_deadline_in(&R.model, ttl);
         R.stage = "set";
-        CHECK_EQ_INT(rota_keyed_set(R.map, key, len, value, ttl, &got),
+        CHECK_EQ_INT(rota_keyed_set_in(R.map, key, len, value, ttl, &got),
                      km_set(&R.model, key, len, value, deadline, &want));
         CHECK(got == want);
     } else if (r < 40) {
@@ -137,7 +137,7 @@ static void random_op(void)
             R.planted_op = R.ops;
             deadline = deadline == ROTA_NEVER ? R.model.now + 7 : ROTA_NEVER;
         }
-        CHECK_EQ_INT(rota_keyed_move(R.map, key, len, ttl),
+        CHECK_EQ_INT(rota_keyed_move_in(R.map, key, len, ttl),
                      km_move(&R.model, key, len, deadline));
     } else if (r < 64) {
         uint64_t deadline = random_deadline();
@@ -206,7 +206,7 @@ static void on_expire(struct rota_keyed *map, const void *key, size_t len,
         if (rnd(3) == 0) {
             void *v = new_value();
             uint64_t ttl = rnd(3) == 0 ? 0 : random_ttl();
-            CHECK_EQ_INT(rota_keyed_set(map, key, len, v, ttl, NULL),
+            CHECK_EQ_INT(rota_keyed_set_in(map, key, len, v, ttl, NULL),
                          km_set(&R.model, key, len, v,
                                 km_deadline_in(&R.model, ttl), NULL));
         }

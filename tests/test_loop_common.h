@@ -14,7 +14,8 @@
  * slack is generous); touches never re-arm the loop's timer; a timer armed
  * from a callback earlier than the current arming is honoured; a timer that
  * re-arms itself with delay 0 does not starve I/O; the loop ends by itself
- * when the wheel is empty.
+ * when the wheel is empty, and pending timers keep it running (with a sync
+ * only where the adapter's header asks for one).
  *
  * Randomized delays use the seed printed at the start; set ROTA_SEED to
  * replay one.  Checks are harness.h's, made on the loop's thread.
@@ -71,9 +72,9 @@ struct lt_ops {
     /* Called before each scenario: set what differs between flavours of
      * one loop (timerfd or not, libevent's precise timer).  May be NULL. */
     void (*select)(void);
-    /* Create the loop and the adapter for `wheel` with ticks of tick_ns;
-     * the adapter initialises the wheel. */
-    void (*init)(struct rota_wheel *wheel, uint64_t tick_ns);
+    /* Create the loop and bind the adapter to `wheel`, which lt_init() has
+     * initialised at `clock`'s time (the adapter does not). */
+    void (*init)(struct rota_wheel *wheel, const struct rota_clock *clock);
     uint64_t (*deadline_after)(uint64_t delay_ns);
     /* The adapter's sync (after arming outside the loop). */
     void (*sync)(void);
@@ -88,6 +89,11 @@ struct lt_ops {
     uint64_t (*wakeups)(void);
     /* libevent: arms made in I/O callbacks need an explicit sync. */
     bool sync_in_callbacks;
+    /* Arms made outside the loop need a sync before it runs (libevent),
+     * or before it runs again once it has ended with the wheel empty
+     * (libuv): what each header says. */
+    bool sync_before_run;
+    bool sync_before_rerun;
     /* false for a loop that recomputes its timeout every turn and so has
      * nothing to re-arm (the epoll_wait timeout): skips the re-arm checks. */
     bool counts_rearms;
@@ -95,6 +101,15 @@ struct lt_ops {
 
 static const struct lt_ops *lt;
 static struct rota_wheel lt_wheel;
+static struct rota_clock lt_clock;
+
+/* The caller owns the wheel and its time: initialise both, then bind. */
+static void lt_init(uint64_t tick_ns)
+{
+    CHECK(rota_clock_init(&lt_clock, ROTA_CLOCK_MONOTONIC, tick_ns) == 0);
+    CHECK(rota_wheel_init(&lt_wheel, rota_clock_now(&lt_clock)) == 0);
+    lt->init(&lt_wheel, &lt_clock);
+}
 
 static void lt_sync_if_needed(void)
 {
@@ -114,6 +129,7 @@ struct lt_timer {
 };
 
 static struct lt_timer lt_timers[LT_NTIMERS];
+static struct lt_timer lt_many[100];
 static int lt_fired;
 static uint64_t lt_max_late_ns;
 
@@ -142,7 +158,8 @@ static void lt_arm_fn(struct lt_timer *x, uint64_t delay_ns, uint64_t tick_ns,
     x->fired_ns = 0;
     x->tick_ns = tick_ns;
     rota_timer_init(&x->t, fn);
-    CHECK(rota_timer_arm(&lt_wheel, &x->t, lt->deadline_after(delay_ns)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &x->t, lt->deadline_after(delay_ns)) ==
+          0);
 }
 
 static void lt_arm(struct lt_timer *x, uint64_t delay_ns, uint64_t tick_ns)
@@ -155,7 +172,7 @@ static void lt_arm(struct lt_timer *x, uint64_t delay_ns, uint64_t tick_ns)
 static void lt_scenario_timers(void)
 {
     const uint64_t tick = LT_MS;
-    lt->init(&lt_wheel, tick);
+    lt_init(tick);
     lt_fired = 0;
     lt_max_late_ns = 0;
     for (int i = 0; i < LT_NTIMERS; i++)
@@ -204,7 +221,7 @@ static void lt_on_pair_readable(int fd, void *arg)
 
 static void lt_scenario_earlier_from_io(void)
 {
-    lt->init(&lt_wheel, LT_MS);
+    lt_init(LT_MS);
     lt_fired = 0;
     CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, lt_pair) == 0);
     lt_arm(&lt_long, 2000 * LT_MS, LT_MS);
@@ -236,7 +253,7 @@ static void lt_on_spin(struct rota_wheel *w, struct rota_timer *t,
     (void)late;
     lt_spins++;
     if (!lt_io_seen && lt_spins < 1000)
-        rota_timer_arm(w, t, rota_wheel_now(w)); /* due at once, again */
+        rota_timer_arm_at(w, t, rota_wheel_now(w)); /* due at once, again */
 }
 
 static void lt_on_spin_io(int fd, void *arg)
@@ -251,13 +268,14 @@ static void lt_on_spin_io(int fd, void *arg)
 
 static void lt_scenario_zero_delay(void)
 {
-    lt->init(&lt_wheel, LT_MS);
+    lt_init(LT_MS);
     lt_spins = 0;
     lt_spins_at_io = -1;
     lt_io_seen = false;
     CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, lt_pair) == 0);
     rota_timer_init(&lt_spin, lt_on_spin);
-    CHECK(rota_timer_arm(&lt_wheel, &lt_spin, rota_wheel_now(&lt_wheel)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &lt_spin, rota_wheel_now(&lt_wheel)) ==
+          0);
     lt->sync();
     lt->watch(lt_pair[0], lt_on_spin_io, NULL);
     CHECK(write(lt_pair[1], "x", 1) == 1);
@@ -322,8 +340,8 @@ static void lt_on_server_readable(int fd, void *arg)
     ssize_t n = read(fd, b, sizeof b);
     if (n > 0) {
         /* Touch on every read: must never re-arm the loop's timer. */
-        CHECK(rota_timer_touch(&lt_wheel, &c->idle,
-                               lt->deadline_after(LT_IDLE_NS)) == 0);
+        CHECK(rota_timer_touch_at(&lt_wheel, &c->idle,
+                                  lt->deadline_after(LT_IDLE_NS)) == 0);
         lt_touches++;
     }
 }
@@ -357,7 +375,7 @@ static void lt_scenario_idle_kicks(void)
     CHECK(listen(ls, 64) == 0);
     CHECK(getsockname(ls, (struct sockaddr *)&a, &alen) == 0);
 
-    lt->init(&lt_wheel, LT_KICK_TICK_NS);
+    lt_init(LT_KICK_TICK_NS);
     lt_touches = 0;
     for (int i = 0; i < LT_CONNS; i++) {
         struct lt_conn *c = &lt_conns[i];
@@ -370,22 +388,22 @@ static void lt_scenario_idle_kicks(void)
         CHECK(c->server_fd >= 0);
         rota_timer_init(&c->idle, lt_on_idle);
         rota_timer_init(&c->chat, lt_on_chat);
-        CHECK(rota_timer_arm(&lt_wheel, &c->idle,
-                             lt->deadline_after(LT_IDLE_NS)) == 0);
+        CHECK(rota_timer_arm_at(&lt_wheel, &c->idle,
+                                lt->deadline_after(LT_IDLE_NS)) == 0);
         lt->watch(c->server_fd, lt_on_server_readable, c);
         c->last_write_ns = lt_mono_ns();
         CHECK(write(c->client_fd, "h", 1) == 1);
         if (c->chatty) {
             uint64_t first = lt->deadline_after(LT_CHAT_NS);
-            CHECK(rota_timer_arm_periodic(&lt_wheel, &c->chat, first,
-                                          LT_CHAT_NS / LT_KICK_TICK_NS,
-                                          ROTA_MISSED_SKIP) == 0);
+            CHECK(rota_timer_arm_periodic_at(&lt_wheel, &c->chat, first,
+                                             LT_CHAT_NS / LT_KICK_TICK_NS,
+                                             ROTA_MISSED_SKIP) == 0);
         }
     }
     close(ls);
     rota_timer_init(&lt_stop, lt_on_stop);
-    CHECK(rota_timer_arm(&lt_wheel, &lt_stop, lt->deadline_after(LT_RUN_NS)) ==
-          0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &lt_stop,
+                            lt->deadline_after(LT_RUN_NS)) == 0);
     lt->sync();
     lt->run();
 
@@ -421,28 +439,26 @@ static void lt_scenario_idle_kicks(void)
 
 /* ---------------------------------------------- scenario: sync is lazy */
 
-static struct lt_timer lt_many[100];
-
 /* Without running the loop: arms later than the current arming, touches
  * and cancels never re-arm; an earlier arm does, once. */
 static void lt_scenario_sync_rule(void)
 {
-    lt->init(&lt_wheel, LT_MS);
+    lt_init(LT_MS);
     uint64_t base = lt->rearms();
     for (int i = 0; i < 100; i++)
         lt_arm(&lt_many[i], (uint64_t)(1000 + i) * LT_MS, LT_MS);
     lt->sync();
     CHECK_CMPU(lt->rearms(), ==, base + 1);
     for (int i = 0; i < 100; i++)
-        CHECK(rota_timer_touch(&lt_wheel, &lt_many[i].t,
-                               lt->deadline_after(5000 * LT_MS)) == 0);
+        CHECK(rota_timer_touch_at(&lt_wheel, &lt_many[i].t,
+                                  lt->deadline_after(5000 * LT_MS)) == 0);
     lt->sync();
     for (int i = 50; i < 100; i++)
         CHECK(rota_timer_cancel(&lt_wheel, &lt_many[i].t) == 1);
     lt->sync();
     CHECK_CMPU(lt->rearms(), ==, base + 1);
-    CHECK(rota_timer_arm(&lt_wheel, &lt_many[50].t,
-                         lt->deadline_after(10 * LT_MS)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &lt_many[50].t,
+                            lt->deadline_after(10 * LT_MS)) == 0);
     lt->sync();
     lt->sync();
     CHECK_CMPU(lt->rearms(), ==, base + 2);
@@ -451,6 +467,50 @@ static void lt_scenario_sync_rule(void)
     CHECK_CMPU(rota_wheel_count(&lt_wheel), ==, 0);
     lt->run(); /* one wake-up that finds nothing, then the loop ends */
     CHECK_CMPU(lt->rearms(), ==, base + 2);
+    lt->fini();
+}
+
+/* ----------------------------- scenario: pending timers keep it alive */
+
+/* Timers armed before the adapter is bound, then between init and the
+ * first run, with no sync: the loop must run until every one has fired
+ * (a loop that returned early would leave them pending).  Then, once the
+ * loop has ended with the wheel empty, timers armed outside it again: the
+ * second run must fire them too, with a sync only where the header says
+ * one is needed. */
+static void lt_scenario_keeps_loop_alive(void)
+{
+    CHECK(rota_clock_init(&lt_clock, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    CHECK(rota_wheel_init(&lt_wheel, rota_clock_now(&lt_clock)) == 0);
+    lt_fired = 0;
+    lt_max_late_ns = 0;
+    /* Before the bind: the adapter must look at the wheel it is given. */
+    struct lt_timer *early = &lt_many[0];
+    early->due_ns = lt_mono_ns() + 30 * LT_MS;
+    early->fired_ns = 0;
+    early->tick_ns = LT_MS;
+    rota_timer_init(&early->t, lt_on_timer);
+    CHECK(rota_timer_arm_at(&lt_wheel, &early->t,
+                            rota_clock_deadline_after(&lt_clock, 30 * LT_MS)) ==
+          0);
+    lt->init(&lt_wheel, &lt_clock);
+    if (lt->counts_rearms) /* init armed the loop's timer for it */
+        CHECK_CMPU(lt->rearms(), ==, 1);
+    for (int i = 1; i < 50; i++)
+        lt_arm(&lt_many[i], (uint64_t)(20 + i) * LT_MS, LT_MS);
+    if (lt->sync_before_run)
+        lt->sync();
+    lt->run();
+    CHECK_CMPU(lt_fired, ==, 50);
+    CHECK_CMPU(rota_wheel_count(&lt_wheel), ==, 0);
+
+    for (int i = 50; i < 100; i++)
+        lt_arm(&lt_many[i], (uint64_t)(i - 40) * LT_MS, LT_MS);
+    if (lt->sync_before_run || lt->sync_before_rerun)
+        lt->sync();
+    lt->run();
+    CHECK_CMPU(lt_fired, ==, 100);
+    CHECK_CMPU(rota_wheel_count(&lt_wheel), ==, 0);
     lt->fini();
 }
 
@@ -473,7 +533,7 @@ static void lt_sync_is_lazy(const struct lt_ops *ops)
 }
 
 /*
- * LT_TESTS(v, ops) defines the five scenarios as tests named v_<scenario>
+ * LT_TESTS(v, ops) defines the six scenarios as tests named v_<scenario>
  * for the struct lt_ops `ops` (an object with static storage), and
  * LT_TEST_LIST(v) lists them for h_main(), so `test_loop_epoll
  * epoll_timerfd_idle` runs one scenario on one flavour.
@@ -502,12 +562,18 @@ static void lt_sync_is_lazy(const struct lt_ops *ops)
     {                                                                          \
         lt_use(&(ops));                                                        \
         lt_scenario_idle_kicks();                                              \
+    }                                                                          \
+    TEST(v##_pending_timers_keep_the_loop_alive)                               \
+    {                                                                          \
+        lt_use(&(ops));                                                        \
+        lt_scenario_keeps_loop_alive();                                        \
     }
 #define LT_TEST_LIST(v)                                                        \
     H_TEST(v##_sync_is_lazy), H_TEST(v##_timers_never_early),                  \
         H_TEST(v##_earlier_timer_from_io),                                     \
         H_TEST(v##_zero_delay_rearm_lets_io_run),                              \
-        H_TEST(v##_idle_kicks_on_loopback)
+        H_TEST(v##_idle_kicks_on_loopback),                                    \
+        H_TEST(v##_pending_timers_keep_the_loop_alive)
 
 /* main() of a loop test: seed the scenarios' delays, run the tests. */
 static int lt_main(int argc, char **argv, const struct h_test *tests,

@@ -54,7 +54,7 @@ TEST(epoll_timeout_rounding)
     CHECK(timeout_at(&w, 0, ms) == -1); /* empty: forever */
 
     /* 1 ms ticks, deadline 5 ms. */
-    CHECK(rota_timer_arm(&w, &t, 5) == 0);
+    CHECK(rota_timer_arm_at(&w, &t, 5) == 0);
     CHECK(timeout_at(&w, 0, ms) == 5);
     CHECK(timeout_at(&w, 4200000u, ms) == 1); /* 0.8 -> 1 */
     CHECK(timeout_at(&w, 4999999u, ms) == 1); /* never 0 early */
@@ -63,24 +63,24 @@ TEST(epoll_timeout_rounding)
 
     /* 100 ms ticks: deadline 3 = 300 ms; rounded from ns, not ticks. */
     CHECK(timeout_at(&w, 0, 100 * ms) == 500);
-    rota_timer_arm(&w, &t, 3);
+    rota_timer_arm_at(&w, &t, 3);
     CHECK(timeout_at(&w, 250000100u, 100 * ms) == 50);
     CHECK(timeout_at(&w, 299999999u, 100 * ms) == 1);
 
     /* 1 s ticks: deadline 2 s, half a second left. */
-    rota_timer_arm(&w, &t, 2);
+    rota_timer_arm_at(&w, &t, 2);
     CHECK(timeout_at(&w, 1500000000u, 1000 * ms) == 500);
 
     /* Far deadlines clamp; ticks * tick_ns overflowing saturates. */
-    rota_timer_arm(&w, &t, ROTA_MAX_DEADLINE);
+    rota_timer_arm_at(&w, &t, ROTA_MAX_DEADLINE);
     CHECK(timeout_at(&w, 0, ms) == INT_MAX);
     CHECK(timeout_at(&w, 0, 1) == INT_MAX);
-    rota_timer_arm(&w, &t, (uint64_t)INT_MAX + 10);
+    rota_timer_arm_at(&w, &t, (uint64_t)INT_MAX + 10);
     CHECK(timeout_at(&w, 0, ms) == INT_MAX);
 
     /* Touch later: the timeout follows (it is recomputed every turn). */
-    rota_timer_arm(&w, &t, 10);
-    CHECK(rota_timer_touch(&w, &t, 40) == 0);
+    rota_timer_arm_at(&w, &t, 10);
+    CHECK(rota_timer_touch_at(&w, &t, 40) == 0);
     CHECK(timeout_at(&w, 0, ms) == 40);
     rota_timer_cancel(&w, &t);
     CHECK(timeout_at(&w, 0, ms) == -1);
@@ -106,7 +106,11 @@ static void epoll_object(unsigned flags)
     CHECK(rota_epoll_dispatch(NULL) == ROTA_EINVAL);
 
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    static struct rota_wheel zeroed; /* never initialised */
+    struct rota_clock no_clock = {0};
+    CHECK(rota_epoll_init(&et, &zeroed, &clk, flags) == ROTA_EINVAL);
     rota_wheel_init(&w, rota_clock_now(&clk));
+    CHECK(rota_epoll_init(&et, &w, &no_clock, flags) == ROTA_EINVAL);
     CHECK(rota_epoll_init(&et, &w, &clk, 99) == ROTA_EINVAL);
     CHECK(rota_epoll_init(&et, &w, &clk, flags) == 0);
     CHECK(tfd ? rota_epoll_fd(&et) >= 0 : rota_epoll_fd(&et) == -1);
@@ -121,20 +125,20 @@ static void epoll_object(unsigned flags)
     for (int i = 0; i < 3; i++)
         rota_timer_init(&t[i], NULL);
     uint64_t d = rota_clock_deadline_after(&clk, 60000 * LT_MS);
-    CHECK(rota_timer_arm(&w, &t[0], d) == 0);
+    CHECK(rota_timer_arm_at(&w, &t[0], d) == 0);
     int ms = wait_ms(&et);
     CHECK(tfd ? ms == -1 : (ms > 59000 && ms <= 60001));
     CHECK(rota_epoll_armed(&et) == d);
     CHECK_CMPU(rota_epoll_rearms(&et), ==, 1);
-    CHECK(rota_timer_arm(&w, &t[1], d + 5000) == 0);
-    CHECK(rota_timer_touch(&w, &t[0], d + 9000) == 0);
+    CHECK(rota_timer_arm_at(&w, &t[1], d + 5000) == 0);
+    CHECK(rota_timer_touch_at(&w, &t[0], d + 9000) == 0);
     CHECK(rota_epoll_sync(&et) == 0);
     wait_ms(&et);
     CHECK(rota_timer_cancel(&w, &t[1]) == 1);
     wait_ms(&et);
     CHECK_CMPU(rota_epoll_rearms(&et), ==, 1);
     CHECK(rota_epoll_armed(&et) == d); /* stale but harmless: early */
-    CHECK(rota_timer_arm(&w, &t[2], d - 30000) == 0);
+    CHECK(rota_timer_arm_at(&w, &t[2], d - 30000) == 0);
     CHECK(rota_epoll_sync(&et) == 1);
     CHECK(rota_epoll_sync(&et) == 0);
     CHECK(rota_epoll_armed(&et) == d - 30000);
@@ -190,8 +194,8 @@ TEST(epoll_timerfd_coarse_clock_fires_once)
     for (int round = 0; round < 20; round++) {
         /* A coarse clock's "now" lags the real one: judge by its own. */
         uint64_t due = rota_clock_now_ns(&clk) + 3 * LT_MS;
-        CHECK(rota_timer_arm(&w, &t,
-                             rota_clock_deadline_after(&clk, 3 * LT_MS)) == 0);
+        CHECK(rota_timer_arm_at(
+                  &w, &t, rota_clock_deadline_after(&clk, 3 * LT_MS)) == 0);
         CHECK(wait_ms(&et) == -1);
         struct pollfd pf = {.fd = rota_epoll_fd(&et), .events = POLLIN};
         int before = coarse_fired;
@@ -222,12 +226,11 @@ static struct {
     void *arg;
 } watches[MAX_FD];
 
-static void e_init(struct rota_wheel *wheel, uint64_t tick_ns)
+static void e_init(struct rota_wheel *wheel, const struct rota_clock *clock)
 {
     ep = epoll_create1(EPOLL_CLOEXEC);
     CHECK(ep >= 0);
-    CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, tick_ns) == 0);
-    rota_wheel_init(wheel, rota_clock_now(&clk));
+    clk = *clock;
     nwatched = 0;
     CHECK(rota_epoll_init(&et, wheel, &clk, et_flags) == 0);
     if (rota_epoll_fd(&et) >= 0) {

@@ -20,11 +20,11 @@ static struct ev_loop *loop;
 static struct rota_ev rw;
 static struct watch *watches[MAX_FD];
 
-static void v_init(struct rota_wheel *wheel, uint64_t tick_ns)
+static void v_init(struct rota_wheel *wheel, const struct rota_clock *clock)
 {
     loop = ev_loop_new(EVFLAG_AUTO);
     CHECK(loop != NULL);
-    CHECK(rota_ev_init(&rw, loop, wheel, tick_ns) == 0);
+    CHECK(rota_ev_init(&rw, loop, wheel, clock) == 0);
 }
 
 static uint64_t v_deadline_after(uint64_t delay_ns)
@@ -71,7 +71,7 @@ static void v_run(void)
 
 static void v_fini(void)
 {
-    rota_ev_stop(&rw);
+    rota_ev_close(&rw);
     ev_loop_destroy(loop);
     loop = NULL;
 }
@@ -86,18 +86,29 @@ static uint64_t v_wakeups(void)
     return rota_ev_wakeups(&rw);
 }
 
+/* init binds an initialised wheel and refuses anything else; a wheel with
+ * nothing pending keeps no loop alive; close twice is fine. */
 TEST(libev_lifetime)
 {
+    static struct rota_wheel zeroed; /* never initialised */
     struct rota_wheel wheel;
-    CHECK(rota_ev_init(NULL, NULL, &wheel, 1) == ROTA_EINVAL);
+    struct rota_clock clock, no_clock = {0};
+    CHECK(rota_clock_init(&clock, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    CHECK(rota_wheel_init(&wheel, rota_clock_now(&clock)) == 0);
+    CHECK(rota_ev_init(NULL, NULL, &wheel, &clock) == ROTA_EINVAL);
     loop = ev_loop_new(EVFLAG_AUTO);
-    CHECK(rota_ev_init(&rw, loop, &wheel, 0) == ROTA_EINVAL);
+    CHECK(rota_ev_init(&rw, loop, NULL, &clock) == ROTA_EINVAL);
+    CHECK(rota_ev_init(&rw, loop, &wheel, NULL) == ROTA_EINVAL);
+    CHECK(rota_ev_init(&rw, loop, &zeroed, &clock) == ROTA_EINVAL);
+    CHECK(rota_ev_init(&rw, loop, &wheel, &no_clock) == ROTA_EINVAL);
     CHECK(rota_ev_sync(&rw) == ROTA_EINVAL); /* never started */
-    CHECK(rota_ev_init(&rw, loop, &wheel, LT_MS) == 0);
+    rota_ev_close(&rw);                      /* a no-op after a failure */
+    CHECK(rota_ev_init(&rw, loop, &wheel, &clock) == 0);
     CHECK(rota_ev_sync(&rw) == 0);
     CHECK(ev_run(loop, 0) == 0); /* nothing keeps it alive */
     v_fini();
-    rota_ev_stop(&rw); /* twice is fine */
+    rota_ev_close(&rw); /* twice is fine */
+    CHECK(rota_ev_sync(&rw) == ROTA_EINVAL);
 }
 
 static const struct lt_ops ev_ops = {

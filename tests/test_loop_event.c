@@ -24,7 +24,7 @@ static bool precise; /* EVENT_BASE_FLAG_PRECISE_TIMER */
 static struct rota_event rw;
 static struct watch watches[MAX_FD];
 
-static void b_init(struct rota_wheel *wheel, uint64_t tick_ns)
+static void b_init(struct rota_wheel *wheel, const struct rota_clock *clock)
 {
     struct event_config *cfg = event_config_new();
     CHECK(cfg != NULL);
@@ -33,7 +33,7 @@ static void b_init(struct rota_wheel *wheel, uint64_t tick_ns)
     base = event_base_new_with_config(cfg);
     event_config_free(cfg);
     CHECK(base != NULL);
-    CHECK(rota_event_init(&rw, base, wheel, tick_ns) == 0);
+    CHECK(rota_event_init(&rw, base, wheel, clock) == 0);
 }
 
 static uint64_t b_deadline_after(uint64_t delay_ns)
@@ -77,7 +77,7 @@ static void b_run(void)
 
 static void b_fini(void)
 {
-    rota_event_free(&rw);
+    rota_event_close(&rw);
     event_base_free(base);
     base = NULL;
 }
@@ -92,18 +92,28 @@ static uint64_t b_wakeups(void)
     return rota_event_wakeups(&rw);
 }
 
+/* init binds an initialised wheel and refuses anything else; a wheel with
+ * nothing pending keeps no loop alive; close twice is fine. */
 TEST(libevent_lifetime)
 {
+    static struct rota_wheel zeroed; /* never initialised */
     struct rota_wheel wheel;
-    CHECK(rota_event_init(NULL, NULL, &wheel, 1) == ROTA_EINVAL);
+    struct rota_clock clock, no_clock = {0};
+    CHECK(rota_clock_init(&clock, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    CHECK(rota_wheel_init(&wheel, rota_clock_now(&clock)) == 0);
+    CHECK(rota_event_init(NULL, NULL, &wheel, &clock) == ROTA_EINVAL);
     base = event_base_new();
-    CHECK(rota_event_init(&rw, base, &wheel, 0) == ROTA_EINVAL);
+    CHECK(rota_event_init(&rw, base, NULL, &clock) == ROTA_EINVAL);
+    CHECK(rota_event_init(&rw, base, &wheel, NULL) == ROTA_EINVAL);
+    CHECK(rota_event_init(&rw, base, &zeroed, &clock) == ROTA_EINVAL);
+    CHECK(rota_event_init(&rw, base, &wheel, &no_clock) == ROTA_EINVAL);
     CHECK(rota_event_sync(&rw) == ROTA_EINVAL); /* no evtimer */
-    CHECK(rota_event_init(&rw, base, &wheel, LT_MS) == 0);
+    rota_event_close(&rw);                      /* a no-op after a failure */
+    CHECK(rota_event_init(&rw, base, &wheel, &clock) == 0);
     CHECK(rota_event_sync(&rw) == 0);
     CHECK(event_base_dispatch(base) == 1); /* no events: returns 1 */
     b_fini();
-    rota_event_free(&rw); /* twice is fine */
+    rota_event_close(&rw); /* twice is fine */
 }
 
 /* libevent's default clock is CLOCK_MONOTONIC_COARSE (a few ms behind),
@@ -122,7 +132,7 @@ static void select_precise(void)
     .init = b_init, .deadline_after = b_deadline_after, .sync = b_sync,        \
     .watch = b_watch, .unwatch = b_unwatch, .run = b_run, .fini = b_fini,      \
     .rearms = b_rearms, .wakeups = b_wakeups, .sync_in_callbacks = true,       \
-    .counts_rearms = true
+    .sync_before_run = true, .counts_rearms = true
 
 static const struct lt_ops coarse_ops = {
     .name = "libevent", .select = select_coarse, EVENT_OPS};

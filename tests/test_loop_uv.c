@@ -23,10 +23,10 @@ static uv_loop_t loop;
 static struct rota_uv rw;
 static struct watch *watches[MAX_FD];
 
-static void u_init(struct rota_wheel *wheel, uint64_t tick_ns)
+static void u_init(struct rota_wheel *wheel, const struct rota_clock *clock)
 {
     CHECK(uv_loop_init(&loop) == 0);
-    CHECK(rota_uv_init(&rw, &loop, wheel, tick_ns) == 0);
+    CHECK(rota_uv_init(&rw, &loop, wheel, clock) == 0);
 }
 
 static uint64_t u_deadline_after(uint64_t delay_ns)
@@ -95,19 +95,44 @@ static uint64_t u_wakeups(void)
     return rota_uv_wakeups(&rw);
 }
 
-/* A wheel with nothing pending keeps no loop alive; close works before any
- * run. */
+static int closed_calls;
+
+static void on_rw_closed(struct rota_uv *r)
+{
+    CHECK(r == &rw);
+    closed_calls++;
+}
+
+/* init binds an initialised wheel and refuses anything else; a wheel with
+ * nothing pending keeps no loop alive; close takes a callback that runs
+ * from the loop, once. */
 TEST(libuv_lifetime)
 {
+    static struct rota_wheel zeroed; /* never initialised */
     struct rota_wheel wheel;
-    CHECK(rota_uv_init(NULL, &loop, &wheel, 1) == ROTA_EINVAL);
+    struct rota_clock clock, no_clock = {0};
+    CHECK(rota_clock_init(&clock, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    CHECK(rota_wheel_init(&wheel, rota_clock_now(&clock)) == 0);
+    CHECK(rota_uv_init(NULL, &loop, &wheel, &clock) == ROTA_EINVAL);
     CHECK(uv_loop_init(&loop) == 0);
-    CHECK(rota_uv_init(&rw, &loop, &wheel, 0) == ROTA_EINVAL);
-    CHECK(rota_uv_init(&rw, &loop, &wheel, LT_MS) == 0);
+    CHECK(rota_uv_init(&rw, &loop, NULL, &clock) == ROTA_EINVAL);
+    CHECK(rota_uv_init(&rw, &loop, &wheel, NULL) == ROTA_EINVAL);
+    CHECK(rota_uv_init(&rw, &loop, &zeroed, &clock) == ROTA_EINVAL);
+    CHECK(rota_uv_init(&rw, &loop, &wheel, &no_clock) == ROTA_EINVAL);
+    CHECK(rota_uv_sync(&rw) == ROTA_EINVAL); /* not bound */
+    rota_uv_close(&rw, on_rw_closed);        /* a no-op after a failure */
+    CHECK(rota_uv_init(&rw, &loop, &wheel, &clock) == 0);
     CHECK(rota_uv_sync(&rw) == 0);
-    CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0); /* returns at once */
+    CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0); /* returns after one turn */
     CHECK(rota_uv_now(&rw) == uv_now(&loop));  /* 1 ms ticks */
-    u_fini();
+    CHECK(rota_wheel_now(&wheel) >= rota_clock_now(&clock) - 1000);
+    rota_uv_close(&rw, on_rw_closed);
+    rota_uv_close(&rw, on_rw_closed); /* twice: the second does nothing */
+    CHECK(rota_uv_sync(&rw) == ROTA_EINVAL);
+    CHECK(closed_calls == 0); /* libuv closes handles from the loop */
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK(closed_calls == 1);
+    CHECK(uv_loop_close(&loop) == 0);
 }
 
 static const struct lt_ops uv_ops = {
@@ -122,6 +147,7 @@ static const struct lt_ops uv_ops = {
     .rearms = u_rearms,
     .wakeups = u_wakeups,
     .sync_in_callbacks = false,
+    .sync_before_rerun = true,
     .counts_rearms = true,
 };
 

@@ -23,7 +23,7 @@ static void test_create_errors(void)
     struct rota_service *svc = (void *)1;
     struct rota_service_config cfg = {0};
     struct rota_service_clock half = {0};
-    struct rota_service_allocator bad = {0};
+    struct rota_allocator bad = {0};
 
     CHECK_EQ_INT(rota_service_create(NULL, NULL), ROTA_EINVAL);
     cfg.workers = ROTA_SERVICE_MAX_WORKERS + 1;
@@ -42,23 +42,28 @@ static void test_create_errors(void)
     CHECK_EQ_INT(
         rota_service_cancel_sync(NULL, (struct rota_service_handle){0, 1, 1}),
         ROTA_EINVAL);
-    CHECK_EQ_INT(rota_service_arm(NULL, 1, probe_fn, NULL, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_arm_in(NULL, 1, probe_fn, NULL, NULL),
+                 ROTA_EINVAL);
     CHECK_EQ_INT(
-        rota_service_touch(NULL, (struct rota_service_handle){0, 1, 1}, 1),
+        rota_service_touch_in(NULL, (struct rota_service_handle){0, 1, 1}, 1),
         ROTA_EINVAL);
     CHECK_EQ_INT(rota_service_check(NULL, NULL), ROTA_EINVAL);
+    const char *why = NULL;
+    CHECK_EQ_INT(rota_service_check(NULL, &why), ROTA_EINVAL);
+    CHECK(why != NULL);
     CHECK_EQ_INT(rota_service_now(NULL), 0);
     rota_service_stats(NULL, NULL);
 
     /* Defaults: the real clock, no workers. */
     CHECK_EQ_INT(rota_service_create(&svc, NULL), 0);
-    CHECK_EQ_INT(rota_service_arm(svc, ST_MS, NULL, NULL, NULL), ROTA_EINVAL);
-    CHECK_EQ_INT(rota_service_arm_periodic(svc, ST_MS, 0, ROTA_MISSED_SKIP,
-                                           probe_fn, NULL, NULL),
+    CHECK_EQ_INT(rota_service_arm_in(svc, ST_MS, NULL, NULL, NULL),
                  ROTA_EINVAL);
-    CHECK_EQ_INT(rota_service_arm_periodic(svc, ST_MS, ST_MS,
-                                           (enum rota_missed)7, probe_fn, NULL,
-                                           NULL),
+    CHECK_EQ_INT(rota_service_arm_periodic_in(svc, ST_MS, 0, ROTA_MISSED_SKIP,
+                                              probe_fn, NULL, NULL),
+                 ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_arm_periodic_in(svc, ST_MS, ST_MS,
+                                              (enum rota_missed)7, probe_fn,
+                                              NULL, NULL),
                  ROTA_EINVAL);
     CHECK_EQ_INT(rota_service_destroy(svc), 0);
 }
@@ -73,7 +78,8 @@ static void test_fires_at_deadline(void)
         struct rota_service_handle h = {0};
         fix_init(&f, workers);
         CHECK_EQ_INT(rota_service_now(f.svc), T0);
-        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_MS, probe_fn, &p, &h), 0);
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, 10 * ST_MS, probe_fn, &p, &h),
+                     0);
         CHECK(h.generation != 0);
         CHECK_EQ_INT(rota_service_sync(f.svc), 0);
         advance(&f, 10 * ST_MS - 1);
@@ -116,14 +122,15 @@ static void test_sleeps_until_next_deadline(void)
     ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until), 5 * ST_S);
     CHECK_EQ_U64(until, UINT64_MAX); /* nothing pending: no deadline */
 
-    CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &p, NULL),
+                 0);
     ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until) &&
                     until == T0 + 100 * ST_MS,
                 5 * ST_S);
     CHECK_EQ_U64(until, T0 + 100 * ST_MS);
 
     /* Earlier: the arm itself wakes the thread (no sync here). */
-    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 10 * ST_MS, probe_fn, &p, NULL), 0);
     ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until) &&
                     until == T0 + 10 * ST_MS,
                 5 * ST_S);
@@ -131,7 +138,7 @@ static void test_sleeps_until_next_deadline(void)
 
     /* Later: no wake-up; the thread takes it in at its next deadline. */
     uint64_t waits = rota_manual_clock_waits(f.mc);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 50 * ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 50 * ST_MS, probe_fn, &p, NULL), 0);
     st_sleep_ns(20 * ST_MS);
     CHECK_EQ_U64(rota_manual_clock_waits(f.mc), waits);
     CHECK(rota_manual_clock_sleeping(f.mc, &until));
@@ -161,7 +168,7 @@ static void test_idle_no_wakeups(void)
     st_sleep_ns(200 * ST_MS);
     rota_service_stats(svc, &st);
     CHECK_EQ_U64(st.wakeups, 0);
-    CHECK_EQ_INT(rota_service_arm(svc, 60 * ST_S, probe_fn, &p, &h), 0);
+    CHECK_EQ_INT(rota_service_arm_in(svc, 60 * ST_S, probe_fn, &p, &h), 0);
     st_sleep_ns(200 * ST_MS);
     rota_service_stats(svc, &st);
     CHECK_CMPU(st.wakeups, <=, 1); /* the arm moved the next deadline */
@@ -181,12 +188,14 @@ static void test_try_cancel_cancelled(void)
         struct rota_service_handle h, g;
         fix_init(&f, workers);
         /* Cancelled before the service thread even saw the arm. */
-        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_MS, probe_fn, &p, &h), 0);
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, 10 * ST_MS, probe_fn, &p, &h),
+                     0);
         CHECK_EQ_INT(rota_service_try_cancel(f.svc, h), ROTA_SERVICE_CANCELLED);
         CHECK_EQ_INT(rota_service_try_cancel(f.svc, h),
                      ROTA_SERVICE_NOT_PENDING);
         /* Cancelled while filed in the wheel. */
-        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_MS, probe_fn, &p, &g), 0);
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, 10 * ST_MS, probe_fn, &p, &g),
+                     0);
         CHECK_EQ_INT(rota_service_sync(f.svc), 0);
         CHECK_EQ_INT(rota_service_try_cancel(f.svc, g), ROTA_SERVICE_CANCELLED);
         CHECK_EQ_INT(rota_service_cancel_sync(f.svc, g),
@@ -207,12 +216,12 @@ static void test_try_cancel_not_pending(void)
     struct probe p = {.id = 1};
     struct rota_service_handle h;
     fix_init(&f, 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, &h), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, &h), 0);
     advance(&f, ST_MS);
     CHECK_EQ_INT(atomic_load(&p.runs), 1);
     CHECK_EQ_INT(rota_service_try_cancel(f.svc, h), ROTA_SERVICE_NOT_PENDING);
     CHECK_EQ_INT(rota_service_cancel_sync(f.svc, h), ROTA_SERVICE_NOT_PENDING);
-    CHECK_EQ_INT(rota_service_touch(f.svc, h, ST_MS), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_service_touch_in(f.svc, h, ST_MS), ROTA_ENOENT);
     /* Handles that never named anything (`far`: this service's, at an
      * index it never allocated). */
     struct rota_service_handle zero = {0, 0, 0};
@@ -222,7 +231,7 @@ static void test_try_cancel_not_pending(void)
     CHECK_EQ_INT(rota_service_try_cancel(f.svc, far), ROTA_SERVICE_NOT_PENDING);
     CHECK_EQ_INT(rota_service_cancel_sync(f.svc, far),
                  ROTA_SERVICE_NOT_PENDING);
-    CHECK_EQ_INT(rota_service_touch(f.svc, far, ST_MS), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_service_touch_in(f.svc, far, ST_MS), ROTA_ENOENT);
     fix_fini(&f);
 }
 
@@ -256,14 +265,14 @@ static void test_try_cancel_running(void)
         st_latch_init(&latch);
         fix_init(&f, workers);
 
-        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, &h), 0);
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, &h), 0);
         CHECK_EQ_INT(rota_service_sync(f.svc), 0);
         rota_manual_clock_advance(f.mc, ST_MS);
         ST_WAIT_FOR(atomic_load(&p.entered), 10 * ST_S);
         CHECK(atomic_load(&p.entered));
         CHECK_EQ_INT(rota_service_try_cancel(f.svc, h), ROTA_SERVICE_RUNNING);
         CHECK_EQ_INT(rota_service_try_cancel(f.svc, h), ROTA_SERVICE_RUNNING);
-        CHECK_EQ_INT(rota_service_touch(f.svc, h, ST_MS), ROTA_ENOENT);
+        CHECK_EQ_INT(rota_service_touch_in(f.svc, h, ST_MS), ROTA_ENOENT);
 
         s.svc = f.svc;
         s.h = h;
@@ -307,13 +316,13 @@ static void test_cancel_from_own_callback(void)
         struct probe b = {.id = 2, .action = own_try_cancel};
         struct rota_service_handle ha, hb;
         fix_init(&f, workers);
-        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
-                                               ROTA_MISSED_SKIP, probe_fn, &a,
-                                               &ha),
+        CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, ST_MS, ST_MS,
+                                                  ROTA_MISSED_SKIP, probe_fn,
+                                                  &a, &ha),
                      0);
-        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
-                                               ROTA_MISSED_SKIP, probe_fn, &b,
-                                               &hb),
+        CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, ST_MS, ST_MS,
+                                                  ROTA_MISSED_SKIP, probe_fn,
+                                                  &b, &hb),
                      0);
         for (int i = 0; i < 5; i++)
             advance(&f, ST_MS);
@@ -346,9 +355,9 @@ static void test_cancel_sync_periodic_running(void)
         pthread_t th;
         st_latch_init(&latch);
         fix_init(&f, workers);
-        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
-                                               ROTA_MISSED_BURST, probe_fn, &p,
-                                               &s.h),
+        CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, ST_MS, ST_MS,
+                                                  ROTA_MISSED_BURST, probe_fn,
+                                                  &p, &s.h),
                      0);
         CHECK_EQ_INT(rota_service_sync(f.svc), 0);
         rota_manual_clock_advance(f.mc, ST_MS);
@@ -384,11 +393,12 @@ static void test_apollo_race(void)
     busy.latch = &latch;
     fix_init(&f, 1);
 
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &busy, &hb), 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 2 * ST_MS, probe_fn, &victim, &hv), 0);
-    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 2 * ST_MS, ST_MS,
-                                           ROTA_MISSED_BURST, probe_fn,
-                                           &victim2, &hv2),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &busy, &hb), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 2 * ST_MS, probe_fn, &victim, &hv),
+                 0);
+    CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 2 * ST_MS, ST_MS,
+                                              ROTA_MISSED_BURST, probe_fn,
+                                              &victim2, &hv2),
                  0);
     CHECK_EQ_INT(rota_service_sync(f.svc), 0);
     rota_manual_clock_advance(f.mc, ST_MS);
@@ -422,15 +432,15 @@ static void test_stale_handles(void)
     struct probe a = {.id = 1}, b = {.id = 2};
     struct rota_service_handle ha, hb;
     fix_init(&f, 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &a, &ha), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &a, &ha), 0);
     CHECK_EQ_INT(rota_service_try_cancel(f.svc, ha), ROTA_SERVICE_CANCELLED);
     CHECK_EQ_INT(rota_service_sync(f.svc), 0); /* the record is freed */
-    CHECK_EQ_INT(rota_service_arm(f.svc, 2 * ST_MS, probe_fn, &b, &hb), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 2 * ST_MS, probe_fn, &b, &hb), 0);
     CHECK_EQ_INT(hb.index, ha.index);      /* the same record, reused ... */
     CHECK(hb.generation != ha.generation); /* ... a new generation */
     CHECK_EQ_INT(rota_service_try_cancel(f.svc, ha), ROTA_SERVICE_NOT_PENDING);
     CHECK_EQ_INT(rota_service_cancel_sync(f.svc, ha), ROTA_SERVICE_NOT_PENDING);
-    CHECK_EQ_INT(rota_service_touch(f.svc, ha, 100 * ST_S), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_service_touch_in(f.svc, ha, 100 * ST_S), ROTA_ENOENT);
     advance(&f, 2 * ST_MS);
     CHECK_EQ_INT(atomic_load(&a.runs), 0);
     CHECK_EQ_INT(atomic_load(&b.runs), 1);
@@ -448,12 +458,12 @@ static void test_handle_of_another_service(void)
     struct rota_service_handle ha, hb;
     fix_init(&f1, 0);
     fix_init(&f2, 0);
-    CHECK_EQ_INT(rota_service_arm(f1.svc, ST_MS, probe_fn, &a, &ha), 0);
-    CHECK_EQ_INT(rota_service_arm(f2.svc, ST_MS, probe_fn, &b, &hb), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f1.svc, ST_MS, probe_fn, &a, &ha), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f2.svc, ST_MS, probe_fn, &b, &hb), 0);
     CHECK_EQ_INT(ha.index, hb.index); /* the first record of each */
     CHECK_EQ_INT(ha.generation, hb.generation);
     CHECK(!same(ha, hb));
-    CHECK_EQ_INT(rota_service_touch(f2.svc, ha, 100 * ST_S), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_service_touch_in(f2.svc, ha, 100 * ST_S), ROTA_ENOENT);
     CHECK_EQ_INT(rota_service_try_cancel(f2.svc, ha), ROTA_SERVICE_NOT_PENDING);
     CHECK_EQ_INT(rota_service_cancel_sync(f2.svc, ha),
                  ROTA_SERVICE_NOT_PENDING);
@@ -475,10 +485,11 @@ static void test_touch(void)
         struct rota_service_handle hp, hq;
         fix_init(&f, workers);
         /* Later: the old deadline passes silently. */
-        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_MS, probe_fn, &p, &hp), 0);
-        CHECK_EQ_INT(rota_service_touch(f.svc, hp, 50 * ST_MS), 0);
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, 10 * ST_MS, probe_fn, &p, &hp),
+                     0);
+        CHECK_EQ_INT(rota_service_touch_in(f.svc, hp, 50 * ST_MS), 0);
         /* Earlier, after the service thread has filed it. */
-        CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &q, &hq),
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &q, &hq),
                      0);
         CHECK_EQ_INT(rota_service_sync(f.svc), 0);
         CHECK_EQ_INT(rota_service_touch_at(f.svc, hq, T0 + 5 * ST_MS), 0);
@@ -488,13 +499,13 @@ static void test_touch(void)
         advance(&f, 10 * ST_MS);
         CHECK_EQ_INT(atomic_load(&p.runs), 0);
         /* Touch again, from the timer's new now. */
-        CHECK_EQ_INT(rota_service_touch(f.svc, hp, 20 * ST_MS), 0);
+        CHECK_EQ_INT(rota_service_touch_in(f.svc, hp, 20 * ST_MS), 0);
         advance(&f, 20 * ST_MS - ST_US);
         CHECK_EQ_INT(atomic_load(&p.runs), 0);
         advance(&f, ST_US);
         CHECK_EQ_INT(atomic_load(&p.runs), 1);
         CHECK_EQ_U64(p.deadline[0], T0 + 35 * ST_MS);
-        CHECK_EQ_INT(rota_service_touch(f.svc, hp, ST_MS), ROTA_ENOENT);
+        CHECK_EQ_INT(rota_service_touch_in(f.svc, hp, ST_MS), ROTA_ENOENT);
         advance(&f, ST_S);
         CHECK_EQ_INT(atomic_load(&p.runs), 1);
         CHECK_EQ_U64(stats_of(&f).touched, 3);
@@ -509,12 +520,14 @@ static void test_touch_periodic(void)
     struct probe p = {.id = 1};
     struct rota_service_handle h;
     fix_init(&f, 0);
-    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 10 * ST_MS, 10 * ST_MS,
-                                           ROTA_MISSED_SKIP, probe_fn, &p, &h),
+    CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 10 * ST_MS, 10 * ST_MS,
+                                              ROTA_MISSED_SKIP, probe_fn, &p,
+                                              &h),
                  0);
     advance(&f, 10 * ST_MS);
     CHECK_EQ_INT(atomic_load(&p.runs), 1);
-    CHECK_EQ_INT(rota_service_touch(f.svc, h, 15 * ST_MS), 0); /* T0 + 25 ms */
+    CHECK_EQ_INT(rota_service_touch_in(f.svc, h, 15 * ST_MS),
+                 0); /* T0 + 25 ms */
     advance(&f, 10 * ST_MS);
     CHECK_EQ_INT(atomic_load(&p.runs), 1);
     advance(&f, 5 * ST_MS);
@@ -536,9 +549,9 @@ static void test_periodic_schedule(void)
         struct probe p = {.id = 1};
         struct rota_service_handle h;
         fix_init(&f, workers);
-        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 2 * ST_MS, 2 * ST_MS,
-                                               ROTA_MISSED_SKIP, probe_fn, &p,
-                                               &h),
+        CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 2 * ST_MS, 2 * ST_MS,
+                                                  ROTA_MISSED_SKIP, probe_fn,
+                                                  &p, &h),
                      0);
         CHECK_EQ_INT(rota_service_sync(f.svc), 0);
         /* Each step is 2 ms + 300 us: fires get later, deadlines do not. */
@@ -564,17 +577,17 @@ static void test_periodic_missed(void)
         struct probe burst = {.id = 1}, skip = {.id = 2}, delay = {.id = 3};
         struct rota_service_handle hb, hs, hd;
         fix_init(&f, workers);
-        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 2 * ST_MS, 2 * ST_MS,
-                                               ROTA_MISSED_BURST, probe_fn,
-                                               &burst, &hb),
+        CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 2 * ST_MS, 2 * ST_MS,
+                                                  ROTA_MISSED_BURST, probe_fn,
+                                                  &burst, &hb),
                      0);
-        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 2 * ST_MS, 2 * ST_MS,
-                                               ROTA_MISSED_SKIP, probe_fn,
-                                               &skip, &hs),
+        CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 2 * ST_MS, 2 * ST_MS,
+                                                  ROTA_MISSED_SKIP, probe_fn,
+                                                  &skip, &hs),
                      0);
-        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 2 * ST_MS, 2 * ST_MS,
-                                               ROTA_MISSED_DELAY, probe_fn,
-                                               &delay, &hd),
+        CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 2 * ST_MS, 2 * ST_MS,
+                                                  ROTA_MISSED_DELAY, probe_fn,
+                                                  &delay, &hd),
                      0);
         CHECK_EQ_INT(rota_service_sync(f.svc), 0);
         advance(&f, 11 * ST_MS); /* boundaries 2, 4, 6, 8, 10 have passed */
@@ -618,13 +631,13 @@ static void test_periodic_owed_fires(void)
     burst.latch = &latch;
     skip.latch = &latch;
     fix_init(&f, 2);
-    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
-                                           ROTA_MISSED_BURST, probe_fn, &burst,
-                                           &hb),
+    CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, ST_MS, ST_MS,
+                                              ROTA_MISSED_BURST, probe_fn,
+                                              &burst, &hb),
                  0);
-    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
-                                           ROTA_MISSED_SKIP, probe_fn, &skip,
-                                           &hs),
+    CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, ST_MS, ST_MS,
+                                              ROTA_MISSED_SKIP, probe_fn, &skip,
+                                              &hs),
                  0);
     CHECK_EQ_INT(rota_service_sync(f.svc), 0);
     rota_manual_clock_advance(f.mc, ST_MS);
@@ -677,15 +690,15 @@ static void test_periodic_touch_while_owed(void)
     st_latch_init(&latch);
     p.latch = &latch;
     fix_init(&f, 1);
-    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
-                                           ROTA_MISSED_BURST, probe_fn, &p, &h),
+    CHECK_EQ_INT(rota_service_arm_periodic_in(
+                     f.svc, ST_MS, ST_MS, ROTA_MISSED_BURST, probe_fn, &p, &h),
                  0);
     CHECK_EQ_INT(rota_service_sync(f.svc), 0);
     rota_manual_clock_advance(f.mc, ST_MS);
     ST_WAIT_FOR(atomic_load(&p.entered), 10 * ST_S); /* run 1 is held */
     advance_nosync(&f, ST_MS);                       /* boundary 2 owed */
     advance_nosync(&f, ST_MS);                       /* boundary 3 owed */
-    CHECK_EQ_INT(rota_service_touch(f.svc, h, 500 * ST_US),
+    CHECK_EQ_INT(rota_service_touch_in(f.svc, h, 500 * ST_US),
                  0); /* T0 + 3.5 ms */
     uint64_t until;
     ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until) &&
@@ -723,20 +736,20 @@ static void test_pending_cap(void)
     struct probe p = {.id = 1};
     struct rota_service_handle h[3];
     fix_init_cfg(&f, (struct rota_service_config){.max_pending = 2});
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, &h[0]), 0);
-    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
-                                           ROTA_MISSED_SKIP, probe_fn, &p,
-                                           &h[1]),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, &h[0]), 0);
+    CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, ST_MS, ST_MS,
+                                              ROTA_MISSED_SKIP, probe_fn, &p,
+                                              &h[1]),
                  0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, &h[2]),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, &h[2]),
                  ROTA_EAGAIN);
     CHECK_EQ_INT(rota_service_try_cancel(f.svc, h[0]), ROTA_SERVICE_CANCELLED);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, &h[2]), 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, &h[2]), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, NULL),
                  ROTA_EAGAIN);
     advance(&f, ST_MS); /* the one-shot fires, the periodic stays */
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, NULL),
                  ROTA_EAGAIN);
     CHECK_EQ_INT(rota_service_cancel_sync(f.svc, h[1]), ROTA_SERVICE_CANCELLED);
     advance(&f, ST_MS);
@@ -753,11 +766,11 @@ static void test_stop_hands_back(void)
         struct rota_service_handle ha, hb, hc;
         struct handback back = {0};
         fix_init(&f, workers);
-        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &a, &ha), 0);
-        CHECK_EQ_INT(rota_service_arm(f.svc, ST_S, probe_fn, &b, &hb), 0);
-        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, ST_MS, ST_MS,
-                                               ROTA_MISSED_SKIP, probe_fn, &c,
-                                               &hc),
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &a, &ha), 0);
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_S, probe_fn, &b, &hb), 0);
+        CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, ST_MS, ST_MS,
+                                                  ROTA_MISSED_SKIP, probe_fn,
+                                                  &c, &hc),
                      0);
         advance(&f, ST_MS);
         CHECK_EQ_INT(rota_service_stop(f.svc, handback_fn, &back), 2);
@@ -770,9 +783,9 @@ static void test_stop_hands_back(void)
         CHECK_EQ_INT(rota_service_stop(f.svc, handback_fn, &back),
                      0); /* again */
         CHECK_EQ_INT(back.n, 2);
-        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &a, NULL),
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &a, NULL),
                      ROTA_ESHUTDOWN);
-        CHECK_EQ_INT(rota_service_touch(f.svc, hb, ST_MS), ROTA_ESHUTDOWN);
+        CHECK_EQ_INT(rota_service_touch_in(f.svc, hb, ST_MS), ROTA_ESHUTDOWN);
         CHECK_EQ_INT(rota_service_try_cancel(f.svc, hb),
                      ROTA_SERVICE_NOT_PENDING);
         CHECK_EQ_INT(rota_service_cancel_sync(f.svc, hc),
@@ -817,8 +830,8 @@ static void test_stop_with_queued_callback(void)
     st_latch_init(&latch);
     busy.latch = &latch;
     fix_init(&f, 1);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &busy, NULL), 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 2 * ST_MS, probe_fn, &queued, NULL),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &busy, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 2 * ST_MS, probe_fn, &queued, NULL),
                  0);
     CHECK_EQ_INT(rota_service_sync(f.svc), 0);
     rota_manual_clock_advance(f.mc, ST_MS);
@@ -861,7 +874,7 @@ static void test_lifecycle_from_callback(void)
         struct fix f;
         struct probe p = {.id = 1, .action = call_lifecycle, .rc = -1};
         fix_init(&f, workers);
-        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, NULL), 0);
         advance(&f, ST_MS);
         CHECK_EQ_INT(atomic_load(&p.runs), 1);
         CHECK_EQ_INT(p.rc, 0);
@@ -894,8 +907,8 @@ static void test_order_and_cancel_in_batch(void)
     }
     p[1].action = cancel_other;
     for (int i = 0; i < 4; i++)
-        CHECK_EQ_INT(rota_service_arm(f.svc, 5 * ST_MS, probe_fn, &p[i], &h[i]),
-                     0);
+        CHECK_EQ_INT(
+            rota_service_arm_in(f.svc, 5 * ST_MS, probe_fn, &p[i], &h[i]), 0);
     p[1].other = h[2];
     advance(&f, 5 * ST_MS);
     CHECK_EQ_INT(atomic_load(&n), 3);
@@ -914,7 +927,7 @@ static void rearm_zero(struct rota_service *svc, struct probe *p,
 {
     (void)ev;
     if (atomic_load(&p->runs) < 1000)
-        p->rc = rota_service_arm(svc, 0, probe_fn, p, NULL);
+        p->rc = rota_service_arm_in(svc, 0, probe_fn, p, NULL);
 }
 
 static void test_zero_delay_rearm(void)
@@ -922,7 +935,7 @@ static void test_zero_delay_rearm(void)
     struct fix f;
     struct probe p = {.id = 1, .action = rearm_zero};
     fix_init(&f, 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 0, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 0, probe_fn, &p, NULL), 0);
     CHECK_EQ_INT(rota_service_sync(f.svc), 0);
     CHECK_CMP(atomic_load(&p.runs), >=, 1);
     ST_WAIT_FOR(atomic_load(&p.runs) == 1000, 10 * ST_S); /* it keeps going */
@@ -940,16 +953,16 @@ static void test_huge_delay(void)
     struct rota_service_handle h;
     uint64_t until;
     fix_init(&f, 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, UINT64_MAX, probe_fn, &p, &h), 0);
-    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, UINT64_MAX - 5, UINT64_MAX,
-                                           ROTA_MISSED_BURST, probe_fn, &p,
-                                           NULL),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, UINT64_MAX, probe_fn, &p, &h), 0);
+    CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, UINT64_MAX - 5, UINT64_MAX,
+                                              ROTA_MISSED_BURST, probe_fn, &p,
+                                              NULL),
                  0);
     advance(&f, 365 * 24 * 3600 * ST_S);
     CHECK_EQ_INT(atomic_load(&p.runs), 0);
     ST_WAIT_FOR(rota_manual_clock_sleeping(f.mc, &until), 5 * ST_S);
     CHECK_CMPU(until, >, 1000000 * ST_S);
-    CHECK_EQ_INT(rota_service_touch(f.svc, h, UINT64_MAX), 0);
+    CHECK_EQ_INT(rota_service_touch_in(f.svc, h, UINT64_MAX), 0);
     advance(&f, 365 * 24 * 3600 * ST_S);
     CHECK_EQ_INT(atomic_load(&p.runs), 0);
     fix_fini(&f); /* destroy with pending timers: nothing leaks */
@@ -961,12 +974,12 @@ static void test_stats(void)
     struct fix f;
     struct probe p = {.id = 1};
     fix_init(&f, 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, NULL), 0);
     CHECK_EQ_INT(rota_service_sync(f.svc), 0);
     advance(&f, ST_MS + 3 * ST_MS); /* 3 ms late: bucket [2048, 4096) us */
     advance(&f, 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, NULL), 0);
     advance(&f, ST_MS);
     struct rota_service_stats st = stats_of(&f);
     CHECK_EQ_U64(st.armed, 3);
@@ -994,8 +1007,8 @@ static void test_slab_and_reclaim(void)
     struct probe p = {.id = 1};
     fix_init_cfg(&f, (struct rota_service_config){.initial_capacity = 64});
     for (int i = 0; i < N; i++)
-        CHECK_EQ_INT(rota_service_arm(f.svc, ST_S + (uint64_t)i * ST_US,
-                                      probe_fn, &p, &h[i]),
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_S + (uint64_t)i * ST_US,
+                                         probe_fn, &p, &h[i]),
                      0);
     struct rota_service_stats st = stats_of(&f);
     CHECK_CMPU(st.records, >=, N);
@@ -1013,7 +1026,7 @@ static void test_slab_and_reclaim(void)
     CHECK_EQ_INT(rota_service_check(f.svc, &why), 0); /* all records are free */
     uint64_t records = stats_of(&f).records;
     for (int i = 0; i < N; i++) /* reuse: no growth */
-        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p, NULL), 0);
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p, NULL), 0);
     CHECK_EQ_U64(stats_of(&f).records, records);
     advance(&f, ST_MS);
     CHECK_EQ_INT(atomic_load(&p.runs), N);
@@ -1023,7 +1036,7 @@ static void test_slab_and_reclaim(void)
 static void test_allocation_failure(void)
 {
     struct st_alloc a;
-    struct rota_service_allocator al = st_allocator(&a);
+    struct rota_allocator al = st_allocator(&a);
     struct rota_service *svc = NULL;
     struct rota_service_config cfg = {
         .allocator = &al, .shards = 1, .initial_capacity = 64};
@@ -1036,12 +1049,12 @@ static void test_allocation_failure(void)
     CHECK_EQ_INT(rota_service_create(&svc, &cfg), 0);
     atomic_store(&a.fail_after, 0);
     int ok = 0, rc = 0;
-    while ((rc = rota_service_arm(svc, ST_S, probe_fn, NULL, NULL)) == 0)
+    while ((rc = rota_service_arm_in(svc, ST_S, probe_fn, NULL, NULL)) == 0)
         ok++;
     CHECK_EQ_INT(rc, ROTA_ENOMEM);
     CHECK_EQ_INT(ok, 64); /* chunk 0, then no memory for chunk 1 */
     atomic_store(&a.fail_after, -1);
-    CHECK_EQ_INT(rota_service_arm(svc, ST_S, probe_fn, NULL, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(svc, ST_S, probe_fn, NULL, NULL), 0);
     struct rota_service_stats st;
     rota_service_stats(svc, &st);
     CHECK_EQ_U64(st.armed, 65);

@@ -121,12 +121,12 @@ static void st_free_fn(void *ctx, void *ptr, size_t size)
     free(ptr);
 }
 
-static inline struct rota_service_allocator st_allocator(struct st_alloc *a)
+static inline struct rota_allocator st_allocator(struct st_alloc *a)
 {
     atomic_init(&a->bytes, 0);
     atomic_init(&a->blocks, 0);
     atomic_init(&a->fail_after, -1);
-    return (struct rota_service_allocator){st_alloc_fn, st_free_fn, a};
+    return (struct rota_allocator){st_alloc_fn, st_free_fn, a};
 }
 
 #endif /* ROTA_TEST_SERVICE_COMMON_H */

@@ -18,7 +18,7 @@ struct fix {
     struct rota_manual_clock *mc;
     struct rota_service *svc;
     struct st_alloc alloc;
-    struct rota_service_allocator allocator;
+    struct rota_allocator allocator;
 };
 
 static inline void fix_init_cfg(struct fix *f, struct rota_service_config cfg)

@@ -22,7 +22,7 @@ static void test_check_catches_fault(void)
     struct rota_service_handle h;
     const char *why = NULL;
     fix_init(&f, 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_S, probe_fn, &p, &h), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_S, probe_fn, &p, &h), 0);
     CHECK_EQ_INT(rota_service_sync(f.svc), 0);
     CHECK_EQ_INT(rota_service_check(f.svc, &why), 0);
     struct rec *r = rec_at(f.svc, h.index);
@@ -92,12 +92,12 @@ static void test_staged_cancel(void)
                      s3 = {.id = 4};
         struct rota_service_handle ha, h1, h2, h3;
         fix_init(&f, workers);
-        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &a, &ha), 0);
-        CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &s1, &h1),
-                     0);
-        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 200 * ST_MS, 50 * ST_MS,
-                                               ROTA_MISSED_SKIP, probe_fn, &s2,
-                                               &h2),
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &a, &ha), 0);
+        CHECK_EQ_INT(
+            rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &s1, &h1), 0);
+        CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 200 * ST_MS,
+                                                  50 * ST_MS, ROTA_MISSED_SKIP,
+                                                  probe_fn, &s2, &h2),
                      0);
         wait_asleep(&f, T0 + ST_MS);
         CHECK(!staged(&f, ha));
@@ -119,12 +119,12 @@ static void test_staged_cancel(void)
         CHECK_EQ_INT(rota_service_check(f.svc, NULL), 0);
 
         /* The record is reused, staged again under a new generation. */
-        CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &s3, &h3),
-                     0);
+        CHECK_EQ_INT(
+            rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &s3, &h3), 0);
         CHECK(staged(&f, h3));
         CHECK(h3.index == h1.index || h3.index == h2.index);
         CHECK(!same(h3, h1) && !same(h3, h2));
-        CHECK_EQ_INT(rota_service_touch(f.svc, h1, ST_MS), ROTA_ENOENT);
+        CHECK_EQ_INT(rota_service_touch_in(f.svc, h1, ST_MS), ROTA_ENOENT);
         CHECK_EQ_INT(rota_service_try_cancel(f.svc, h2),
                      ROTA_SERVICE_NOT_PENDING);
         CHECK(staged(&f, h3));
@@ -160,22 +160,22 @@ static void test_staged_touch(void)
         memset(&p[i], 0, sizeof p[i]);
         p[i].id = i;
     }
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &a, &ha), 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p[1], &h[1]),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &a, &ha), 0);
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &p[1], &h[1]), 0);
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 300 * ST_MS, probe_fn, &p[2], &h[2]), 0);
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 200 * ST_MS, probe_fn, &p[3], &h[3]), 0);
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 150 * ST_MS, probe_fn, &p[4], &h[4]), 0);
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &p[5], &h[5]), 0);
+    CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 400 * ST_MS, 100 * ST_MS,
+                                              ROTA_MISSED_SKIP, probe_fn, &p[6],
+                                              &h[6]),
                  0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 300 * ST_MS, probe_fn, &p[2], &h[2]),
-                 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 200 * ST_MS, probe_fn, &p[3], &h[3]),
-                 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 150 * ST_MS, probe_fn, &p[4], &h[4]),
-                 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p[5], &h[5]),
-                 0);
-    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 400 * ST_MS, 100 * ST_MS,
-                                           ROTA_MISSED_SKIP, probe_fn, &p[6],
-                                           &h[6]),
-                 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, BEYOND_FAR, probe_fn, &p[7], &h[7]),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, BEYOND_FAR, probe_fn, &p[7], &h[7]),
                  0);
     wait_asleep(&f, T0 + ST_MS);
     for (int i = 1; i <= 6; i++)
@@ -250,18 +250,21 @@ static void test_staged_stop(void)
             memset(&p[i], 0, sizeof p[i]);
             p[i].id = i;
         }
-        CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &p[0], &h[0]), 0);
-        CHECK_EQ_INT(
-            rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p[1], &h[1]), 0);
-        CHECK_EQ_INT(rota_service_arm(f.svc, ST_S, probe_fn, &p[2], &h[2]), 0);
-        CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 500 * ST_MS, ST_MS,
-                                               ROTA_MISSED_SKIP, probe_fn,
-                                               &p[3], &h[3]),
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &p[0], &h[0]),
                      0);
-        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &p[4], &h[4]),
-                     0); /* on the far vector */
         CHECK_EQ_INT(
-            rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p[5], &h[5]), 0);
+            rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &p[1], &h[1]), 0);
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_S, probe_fn, &p[2], &h[2]),
+                     0);
+        CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 500 * ST_MS, ST_MS,
+                                                  ROTA_MISSED_SKIP, probe_fn,
+                                                  &p[3], &h[3]),
+                     0);
+        CHECK_EQ_INT(
+            rota_service_arm_in(f.svc, 10 * ST_S, probe_fn, &p[4], &h[4]),
+            0); /* on the far vector */
+        CHECK_EQ_INT(
+            rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &p[5], &h[5]), 0);
         wait_asleep(&f, T0 + ST_MS);
         CHECK(staged(&f, h[1]) && staged(&f, h[2]) && staged(&f, h[3]) &&
               staged(&f, h[5]));
@@ -323,7 +326,8 @@ static void test_staged_equal_deadline_order(void)
 
     /* A and C staged; A's band moves; B, armed after, goes to the wheel. */
     uint64_t d = T0 + 100 * ST_MS;
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, order_fn, (void *)-1, &ha), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, order_fn, (void *)-1, &ha),
+                 0);
     CHECK_EQ_INT(rota_service_arm_at(f.svc, d, order_fn, (void *)1, &hA), 0);
     CHECK_EQ_INT(rota_service_arm_at(f.svc, d, order_fn, (void *)2, &hC), 0);
     wait_asleep(&f, T0 + ST_MS);
@@ -516,8 +520,9 @@ static void test_far_staged(void)
                  0);
     wait_asleep(&f, now + ST_MS);
     struct probe p = {.id = 0};
-    CHECK_EQ_INT(rota_service_arm_periodic(f.svc, 10 * ST_S, ST_S,
-                                           ROTA_MISSED_SKIP, probe_fn, &p, &h),
+    CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 10 * ST_S, ST_S,
+                                              ROTA_MISSED_SKIP, probe_fn, &p,
+                                              &h),
                  0);
     CHECK(far_staged(&f, h));
     advance(&f, 10 * ST_S - ST_US);
@@ -547,24 +552,24 @@ static void test_far_no_memory(void)
     struct rota_service_handle h, ha, hc, hd;
     struct fix f;
     fix_init_cfg(&f, (struct rota_service_config){.initial_capacity = 1024});
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &anchor, &h), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &anchor, &h), 0);
     wait_asleep(&f, T0 + ST_MS);
     atomic_store(&f.alloc.fail_after, 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &pa, &ha), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 10 * ST_S, probe_fn, &pa, &ha), 0);
     CHECK(!far_staged(&f, ha) && !staged(&f, ha));
     atomic_store(&f.alloc.fail_after, -1);
     for (int k = 0; k < NB; k++) {
         memset(&pb[k], 0, sizeof pb[k]);
-        CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S + (uint64_t)k * ST_MS,
-                                      probe_fn, &pb[k], &hb[k]),
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, 10 * ST_S + (uint64_t)k * ST_MS,
+                                         probe_fn, &pb[k], &hb[k]),
                      0);
     }
     CHECK(far_staged(&f, hb[0]) && far_staged(&f, hb[NB - 1]));
     CHECK_EQ_INT(rota_service_try_cancel(f.svc, hb[0]), ROTA_SERVICE_CANCELLED);
     atomic_store(&f.alloc.fail_after, 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &pc, &hc), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 10 * ST_S, probe_fn, &pc, &hc), 0);
     CHECK(far_staged(&f, hc)); /* the hole closed up */
-    CHECK_EQ_INT(rota_service_arm(f.svc, 10 * ST_S, probe_fn, &pd, &hd), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 10 * ST_S, probe_fn, &pd, &hd), 0);
     CHECK(!far_staged(&f, hd) && !staged(&f, hd));
     atomic_store(&f.alloc.fail_after, -1);
     CHECK_EQ_INT(rota_service_check(f.svc, NULL), 0);
@@ -598,11 +603,11 @@ static void test_staged_sleep(void)
     struct probe a = {.id = 1}, x = {.id = 2};
     struct rota_service_handle hx;
     fix_init(&f, 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 50 * ST_MS, probe_fn, &a, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 50 * ST_MS, probe_fn, &a, NULL), 0);
     wait_asleep(&f, T0 + 50 * ST_MS);
     uint64_t waits = rota_manual_clock_waits(f.mc);
     /* Due after the sleep ends; its band (T0 + 49.9 ms ...) moves before. */
-    CHECK_EQ_INT(rota_service_arm(f.svc, 51 * ST_MS, probe_fn, &x, &hx), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 51 * ST_MS, probe_fn, &x, &hx), 0);
     st_sleep_ns(20 * ST_MS);
     CHECK_EQ_U64(rota_manual_clock_waits(f.mc), waits); /* no wake-up */
     wait_asleep(&f, T0 + 50 * ST_MS);
@@ -633,8 +638,8 @@ static void test_staged_near_max(void)
     CHECK_EQ_INT(rota_service_create(&svc, &cfg), 0);
     /* q first: with the wheel empty the thread moves the first band
      * early, and that must be q's, not p's. */
-    CHECK_EQ_INT(rota_service_arm(svc, 500 * ST_US, probe_fn, &q, &hq), 0);
-    CHECK_EQ_INT(rota_service_arm(svc, UINT64_MAX, probe_fn, &p, &hp), 0);
+    CHECK_EQ_INT(rota_service_arm_in(svc, 500 * ST_US, probe_fn, &q, &hq), 0);
+    CHECK_EQ_INT(rota_service_arm_in(svc, UINT64_MAX, probe_fn, &p, &hp), 0);
     struct fix f = {.mc = mc, .svc = svc};
     wait_asleep(&f, start + 500 * ST_US);
     CHECK(staged(&f, hp)); /* its band is the last one (2^53 - 1) */
@@ -665,18 +670,22 @@ static void test_staged_pending_cap(void)
     struct probe p = {.id = 1};
     struct rota_service_handle h[2];
     fix_init_cfg(&f, (struct rota_service_config){.max_pending = 2});
-    CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &p, &h[0]), 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 200 * ST_MS, probe_fn, &p, &h[1]), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &p, &h[0]),
+                 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 200 * ST_MS, probe_fn, &p, &h[1]),
+                 0);
     CHECK(staged(&f, h[1]));
-    CHECK_EQ_INT(rota_service_arm(f.svc, 300 * ST_MS, probe_fn, &p, NULL),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 300 * ST_MS, probe_fn, &p, NULL),
                  ROTA_EAGAIN);
     CHECK_EQ_INT(rota_service_try_cancel(f.svc, h[1]), ROTA_SERVICE_CANCELLED);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 300 * ST_MS, probe_fn, &p, &h[1]), 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 300 * ST_MS, probe_fn, &p, NULL),
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 300 * ST_MS, probe_fn, &p, &h[1]),
+                 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 300 * ST_MS, probe_fn, &p, NULL),
                  ROTA_EAGAIN);
     advance(&f, 100 * ST_MS);
     CHECK_EQ_INT(atomic_load(&p.runs), 1);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 300 * ST_MS, probe_fn, &p, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 300 * ST_MS, probe_fn, &p, NULL),
+                 0);
     advance(&f, 300 * ST_MS);
     CHECK_EQ_INT(atomic_load(&p.runs), 3);
     CHECK_EQ_U64(stats_of(&f).pending, 0);
@@ -731,17 +740,18 @@ static void test_staged_clock_backwards(void)
     struct rota_service_config cfg = {.clock = &clock,
                                       .allocator = &f.allocator};
     CHECK_EQ_INT(rota_service_create(&f.svc, &cfg), 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, ST_MS, probe_fn, &a, NULL), 0);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &s, &hs), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &a, NULL), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &s, &hs), 0);
     wait_asleep(&f, T0 + ST_MS);
     CHECK(staged(&f, hs));
 
     atomic_store(&bc.back, ST_S); /* the clock reads T0 - 1 s */
     CHECK_EQ_INT(rota_service_sync(f.svc), 0);
     CHECK_EQ_INT(rota_service_now(f.svc), T0 - ST_S);
-    CHECK_EQ_INT(rota_service_arm(f.svc, 100 * ST_MS, probe_fn, &x, &hx), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 100 * ST_MS, probe_fn, &x, &hx), 0);
     CHECK(!staged(&f, hx)); /* before the wheel's time: due at once */
-    CHECK_EQ_INT(rota_service_arm(f.svc, 1200 * ST_MS, probe_fn, &y, &hy), 0);
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, 1200 * ST_MS, probe_fn, &y, &hy),
+                 0);
     CHECK(staged(&f, hy)); /* T0 + 200 ms */
     CHECK(staged(&f, hs));
     advance(&f, ST_S - ST_US); /* reads T0 - 1 us: before the wheel's time */

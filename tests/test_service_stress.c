@@ -115,7 +115,7 @@ static void callback(struct rota_service *svc,
         uint64_t delay = (x >> 30) % (3 * ST_MS);
         struct tctx *n = new_ctx(r, false, now + delay);
         if (n != NULL) {
-            int rc = rota_service_arm(svc, delay, callback, n, NULL);
+            int rc = rota_service_arm_in(svc, delay, callback, n, NULL);
             if (rc == 0) {
                 atomic_fetch_add(&r->armed, 1);
                 atomic_fetch_add(&r->callback_arms, 1);
@@ -205,11 +205,12 @@ static void *producer_main(void *arg)
                 continue;
             }
             struct rota_service_handle h;
-            int rc = periodic ? rota_service_arm_periodic(
-                                    svc, delay, ST_MS + (x >> 48) % (3 * ST_MS),
-                                    (enum rota_missed)((x >> 40) % 3), callback,
-                                    c, &h)
-                              : rota_service_arm(svc, delay, callback, c, &h);
+            int rc =
+                periodic
+                    ? rota_service_arm_periodic_in(
+                          svc, delay, ST_MS + (x >> 48) % (3 * ST_MS),
+                          (enum rota_missed)((x >> 40) % 3), callback, c, &h)
+                    : rota_service_arm_in(svc, delay, callback, c, &h);
             if (rc == ROTA_ESHUTDOWN) {
                 shut = true;
                 continue;
@@ -240,7 +241,7 @@ static void *producer_main(void *arg)
             uint64_t old = atomic_load(&s->c->min_deadline);
             if (t0 + delay < old)
                 atomic_store(&s->c->min_deadline, t0 + delay);
-            int rc = rota_service_touch(svc, s->h, delay);
+            int rc = rota_service_touch_in(svc, s->h, delay);
             if (rc == 0)
                 s->deadline = t0 + delay;
             else if (rc == ROTA_ESHUTDOWN)
@@ -265,7 +266,7 @@ static void run_round(uint64_t seed, unsigned producers, unsigned workers,
 {
     static struct round round;
     struct st_alloc alloc;
-    struct rota_service_allocator al = st_allocator(&alloc);
+    struct rota_allocator al = st_allocator(&alloc);
     struct rota_service_config cfg = {
         .workers = workers, .allocator = &al, .initial_capacity = 256};
     struct producer prod[16];

@@ -64,7 +64,11 @@ build() {
     cmake --build "$tmp/build_$side" --target rota_static >"$tmp/make_$side.log" 2>&1 ||
         { cat "$tmp/make_$side.log" >&2; exit 1; }
     lib=$(find "$tmp/build_$side" -name 'librota*.a' | head -n 1)
-    "$cc" -O3 -DNDEBUG -I"$src/include" -I"$tmp/build_$side/include" \
+    # Revisions before 0.2's rename lack the _at suffix on the absolute
+    # arm and touch: side.c maps its names onto theirs (AB_OLD_NAMES).
+    names=
+    grep -q 'rota_timer_arm_at' "$src/include/rota.h" || names=-DAB_OLD_NAMES
+    "$cc" -O3 -DNDEBUG $names -I"$src/include" -I"$tmp/build_$side/include" \
         -I"$here" -c "$here/side.c" -o "$tmp/side_$side.o"
     # Every global the library or side.o defines gets the prefix, in both,
     # so side.o's calls reach its own library.

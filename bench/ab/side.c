@@ -16,6 +16,17 @@
 
 #include "ab.h"
 
+/* The same file builds against revisions before and after 0.2's rename of
+ * the absolute arm and touch (they gained an _at suffix: 0.1's names are
+ * rota_timer_ followed by arm or touch).  ab.sh defines AB_OLD_NAMES when
+ * the side's rota.h declares no rota_timer_arm_at; the old names are
+ * pasted from pieces so that a rename over this file leaves them alone. */
+#ifdef AB_OLD_NAMES
+#define AB_OLD_NAME(verb) rota_timer_##verb
+#define rota_timer_arm_at AB_OLD_NAME(arm)
+#define rota_timer_touch_at AB_OLD_NAME(touch)
+#endif
+
 #define REARM_DELAY 30000u /* W2's timeout; also W1's re-arm on expiry */
 
 static struct rota_wheel wheel;
@@ -34,7 +45,7 @@ static double seconds(void)
 static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
 {
     (void)late;
-    rota_timer_arm(w, t, rota_wheel_now(w) + REARM_DELAY);
+    rota_timer_arm_at(w, t, rota_wheel_now(w) + REARM_DELAY);
 }
 
 int ab_setup(uint32_t n, const uint32_t *delays, int rearm)
@@ -48,7 +59,7 @@ int ab_setup(uint32_t n, const uint32_t *delays, int rearm)
     for (uint32_t i = 0; i < n; i++) {
         rota_timer_init(&timers[i], rearm ? on_fire : NULL);
         if (delays != NULL &&
-            rota_timer_arm(&wheel, &timers[i], now + delays[i]) != 0)
+            rota_timer_arm_at(&wheel, &timers[i], now + delays[i]) != 0)
             return -1;
     }
     return 0;
@@ -61,7 +72,7 @@ double ab_churn(const uint32_t *ids, const uint32_t *delays, uint32_t ops)
     for (uint32_t i = 0, k = 0; i < ops; i++) {
         struct rota_timer *t = &timers[ids[i]];
         if (rota_timer_cancel(&wheel, t) != 1 ||
-            rota_timer_arm(&wheel, t, now + delays[i]) != 0)
+            rota_timer_arm_at(&wheel, t, now + delays[i]) != 0)
             return -1;
         if (++k == AB_OPS_PER_TICK) {
             k = 0;
@@ -79,9 +90,9 @@ double ab_refresh(const uint32_t *ids, uint32_t ops)
     double t0 = seconds();
     for (uint32_t i = 0, k = 0; i < ops; i++) {
         struct rota_timer *t = &timers[ids[i]];
-        int rc = rota_timer_touch(&wheel, t, now + REARM_DELAY);
+        int rc = rota_timer_touch_at(&wheel, t, now + REARM_DELAY);
         if (rc == ROTA_ENOENT) /* it fired: touch-or-arm */
-            rc = rota_timer_arm(&wheel, t, now + REARM_DELAY);
+            rc = rota_timer_arm_at(&wheel, t, now + REARM_DELAY);
         if (rc != 0)
             return -1;
         if (++k == per_tick) {
@@ -99,7 +110,7 @@ int ab_storm(const uint32_t *delays, uint32_t span, double *arm_ns,
 {
     double t0 = seconds();
     for (uint32_t i = 0; i < timer_count; i++)
-        if (rota_timer_arm(&wheel, &timers[i], now + delays[i]) != 0)
+        if (rota_timer_arm_at(&wheel, &timers[i], now + delays[i]) != 0)
             return -1;
     double t1 = seconds();
     for (uint32_t i = 0; i < span; i++)

@@ -23,9 +23,9 @@ int main(void)
 
     rota_wheel_init(&wheel, 0); /* time is yours: ticks */
     rota_timer_init(&c.idle, kick);
-    rota_timer_arm_in(&wheel, &c.idle, 30);     /* kick after 30 idle ticks */
-    rota_wheel_advance(&wheel, 10);             /* a packet arrives at 10 */
-    rota_timer_touch(&wheel, &c.idle, 10 + 30); /* refresh: a single store */
+    rota_timer_arm_in(&wheel, &c.idle, 30); /* kick after 30 idle ticks */
+    rota_wheel_advance(&wheel, 10);         /* a packet arrives at 10 */
+    rota_timer_touch_at(&wheel, &c.idle, 10 + 30); /* refresh: a single store */
     printf("next deadline %llu\n",
            (unsigned long long)rota_wheel_next_deadline(&wheel));
     rota_wheel_advance(&wheel, 39); /* nothing: never early */

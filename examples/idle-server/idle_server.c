@@ -8,7 +8,7 @@
  *   refreshes the connection's idle timer; a connection silent for longer
  *   than --idle-timeout is closed.  Refreshes outnumber kicks by orders of
  *   magnitude, so a refresh must cost next to nothing: here it is a clock
- *   read (vDSO, no system call) and rota_timer_touch(), a store.
+ *   read (vDSO, no system call) and rota_timer_touch_at(), a store.
  *
  * THE STRUCTURE
  *   N worker threads, each with its own epoll set, its own wheel and its own
@@ -290,8 +290,8 @@ static void on_readable(struct worker *w, struct conn *c)
         /* The refresh: a later deadline is a store in the timer.  The clock
          * is read after the data arrived, so the kick is never early. */
         uint64_t deadline = rota_clock_deadline_after(&w->clock, cfg.idle_ns);
-        if (rota_timer_touch(&w->wheel, &c->idle, deadline) != 0)
-            rota_timer_arm(&w->wheel, &c->idle, deadline);
+        if (rota_timer_touch_at(&w->wheel, &c->idle, deadline) != 0)
+            rota_timer_arm_at(&w->wheel, &c->idle, deadline);
         w->c.reads++;
         w->c.timer_ops++;
         w->c.bytes += (uint64_t)n;
@@ -391,8 +391,8 @@ static bool refuse_one(struct worker *w)
      * moment instead of spinning on it. */
     listener_watch(w, false);
     w->c.paused++;
-    rota_timer_arm(&w->wheel, &w->resume,
-                   rota_clock_deadline_after(&w->clock, PAUSE_NS));
+    rota_timer_arm_at(&w->wheel, &w->resume,
+                      rota_clock_deadline_after(&w->clock, PAUSE_NS));
     w->c.timer_ops++;
     return false;
 }
@@ -436,8 +436,8 @@ static void on_acceptable(struct worker *w)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         c->fd = fd;
         rota_timer_init(&c->idle, on_idle);
-        rota_timer_arm(&w->wheel, &c->idle,
-                       rota_clock_deadline_after(&w->clock, cfg.idle_ns));
+        rota_timer_arm_at(&w->wheel, &c->idle,
+                          rota_clock_deadline_after(&w->clock, cfg.idle_ns));
         w->c.timer_ops++;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
         w->c.open++;

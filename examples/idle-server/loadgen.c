@@ -145,7 +145,7 @@ static void connected(struct proc *p, struct lconn *c)
         uint64_t period = opt.interval_ns / TICK_NS;
         if (period == 0)
             period = 1;
-        rota_timer_arm_periodic(
+        rota_timer_arm_periodic_at(
             &p->wheel, &c->tick,
             rota_clock_deadline_after(&p->clock, opt.interval_ns), period,
             ROTA_MISSED_BURST); /* a late wake-up catches up: exact rate */

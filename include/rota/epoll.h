@@ -19,7 +19,7 @@
  *             int ms;
  *             rota_epoll_wait_ms(&et, &ms);   // 0 on an error: see below
  *             int n = epoll_wait(ep, evs, 64, ms);
- *             ... handle the n events; rota_timer_touch() on every read ...
+ *             ... handle the n events; rota_timer_touch_at() on every read ...
  *             rota_epoll_dispatch(&et);        // after every epoll_wait
  *         }
  *
@@ -66,6 +66,12 @@
  *   a pointer; -1 there means "no timer pending" and nothing else.  On an
  *   error the stored timeout is 0, so a loop that ignores the error polls
  *   (and shows up in top) instead of sleeping through every deadline.
+ *
+ * THE WHEEL IS THE CALLER'S
+ *   As with every rota adapter, rota_epoll_init() binds a wheel the caller
+ *   has already initialised (rota_wheel_init(&wheel, rota_clock_now(&clock)))
+ *   and arms for the timers it already holds; rota_epoll_close() is the
+ *   teardown and leaves the wheel and its timers alone.
  *
  * CLOCKS
  *   The wheel's ticks are those of the struct rota_clock passed in
@@ -136,10 +142,12 @@ struct rota_epoll {
 };
 
 /*
- * Bind to `wheel` (already initialised, in ticks of `clock`; the clock is
- * copied) and arm at its next deadline.  `flags`: 0 or ROTA_EPOLL_TIMERFD.
- * 0, ROTA_EINVAL, or ROTA_ESYS (timerfd_create() failed: errno says why).
- * After a failure rota_epoll_close() is a harmless no-op.
+ * Bind to `wheel` (already initialised with rota_wheel_init(), in ticks of
+ * `clock`; the clock is copied) and arm at its next deadline.  `flags`: 0
+ * or ROTA_EPOLL_TIMERFD.  0, ROTA_EINVAL (a NULL argument, a wheel never
+ * initialised: zeroed, a clock never initialised, an unknown flag), or
+ * ROTA_ESYS (timerfd_create() failed: errno says why).  After a failure
+ * rota_epoll_close() is a harmless no-op.
  */
 ROTA_API int rota_epoll_init(struct rota_epoll *et, struct rota_wheel *wheel,
                              const struct rota_clock *clock, unsigned flags);
@@ -195,8 +203,9 @@ ROTA_API uint64_t rota_epoll_armed(const struct rota_epoll *et);
 ROTA_API uint64_t rota_epoll_rearms(const struct rota_epoll *et);
 ROTA_API uint64_t rota_epoll_wakeups(const struct rota_epoll *et);
 
-/* Close the timerfd, if any (idempotent).  The wheel and its timers are
- * untouched. */
+/* The teardown: close the timerfd, if any (idempotent; the wheel and its
+ * timers are untouched); then the struct may be freed.  Not from the
+ * wheel's callbacks. */
 ROTA_API void rota_epoll_close(struct rota_epoll *et);
 
 #ifdef __cplusplus

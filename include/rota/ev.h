@@ -8,45 +8,63 @@
  * Touches and cancels never re-arm it: a connection touched on every read
  * costs a store into its timer.
  *
+ *     struct rota_clock clock;
  *     struct rota_wheel wheel;
  *     struct rota_ev rw;
- *     rota_ev_init(&rw, EV_DEFAULT, &wheel, 1000000);   // 1 ms ticks
+ *     rota_clock_init(&clock, ROTA_CLOCK_MONOTONIC, 1000000); // 1 ms ticks
+ *     rota_wheel_init(&wheel, rota_clock_now(&clock));
+ *     rota_ev_init(&rw, EV_DEFAULT, &wheel, &clock);
  *     rota_timer_init(&c->idle, on_idle);
- *     uint64_t idle_ns = 30ull * 1000000000;            // 30 s
- *     rota_timer_arm(&wheel, &c->idle, rota_ev_deadline_after(&rw, idle_ns));
+ *     uint64_t idle_ns = 30ull * 1000000000;                // 30 s
+ *     rota_timer_arm_at(&wheel, &c->idle,
+ *                       rota_ev_deadline_after(&rw, idle_ns));
  *     ... in the read callback:
- *     rota_timer_touch(&wheel, &c->idle, rota_ev_deadline_after(&rw, idle_ns));
+ *     rota_timer_touch_at(&wheel, &c->idle,
+ *                         rota_ev_deadline_after(&rw, idle_ns));
  *     ev_run(EV_DEFAULT, 0);
  *
+ * THE WHEEL IS THE CALLER'S
+ *   As with every rota adapter, rota_ev_init() binds a wheel the caller has
+ *   already initialised, in ticks of the clock it is given (CLOCK_MONOTONIC
+ *   or its coarse twin: one time line), and arms the ev_timer for the
+ *   timers it already holds.  The adapter never initialises, drains or
+ *   frees the wheel: after rota_ev_close(), cancel or drain its timers, or
+ *   bind it to another loop.
+ *
  * TIME, AND WHY NOT ev_now()
- *   The wheel's ticks are CLOCK_MONOTONIC in units of `tick_ns`.  libev's
- *   cached time ev_now() is the wall clock (libev's monotonic time plus an
- *   offset it re-reads when it notices the wall clock jump), and libev's
- *   monotonic time is not public: a wheel running on ev_now() would see
- *   every deadline move when the system clock is stepped, and kick every idle
- *   connection at once after a forward step.  So the adapter reads
- *   CLOCK_MONOTONIC once per wake-up to advance the wheel (about 20-40 ns,
- *   no system call), which is also the time line of libev's own ev_timer.
+ *   The wheel's ticks are those of the clock passed to rota_ev_init().
+ *   libev's cached time ev_now() is the wall clock (libev's monotonic time
+ *   plus an offset it re-reads when it notices the wall clock jump), and
+ *   libev's monotonic time is not public: a wheel running on ev_now() would
+ *   see every deadline move when the system clock is stepped, and kick
+ *   every idle connection at once after a forward step.  So the adapter
+ *   reads its clock once per wake-up to advance the wheel (CLOCK_MONOTONIC:
+ *   about 20-40 ns, no system call), the time line of libev's own ev_timer.
  *   Deadlines come from rota_ev_deadline_after(): a fresh reading, rounded
  *   up, so a timer never fires early.
  *
- * WHEN TO CALL rota_ev_sync()
- *   Arms made inside loop callbacks need nothing: the prepare watcher runs
- *   before the loop blocks.  Arms made outside the loop (before ev_run())
- *   need one rota_ev_sync() before the loop runs, because ev_run() returns
- *   at once when no referencing watcher is active.
+ * PENDING TIMERS KEEP THE LOOP ALIVE: NO SYNC NEEDED
+ *   The adapter looks for new timers before the loop blocks (an ev_prepare)
+ *   and arms the ev_timer, which keeps the loop alive as an ev_timer does.
+ *   ev_run() runs the prepare watchers at the start of every iteration,
+ *   the first included, even when no watcher keeps the loop alive (libev's
+ *   documented order: prepare watchers, then the blocking decision, then
+ *   "loop while watchers are active").  So timers armed anywhere, inside
+ *   the loop's callbacks or outside before any ev_run() call, keep the loop
+ *   running until they fire, with no rota_ev_sync().  rota_ev_sync() arms
+ *   the ev_timer at once, for a program that waits for its loop by other
+ *   means than ev_run().
  *
  * LIFETIME
- *   While the ev_timer is armed it keeps the loop alive, as an ev_timer does;
- *   the prepare watcher does not (it is unref'ed).  When the last timer is
- *   cancelled the ev_timer stays armed (cancel never re-arms): it wakes once
- *   more, finds nothing, and stops.  rota_ev_stop() stops both watchers;
- *   then the struct may be freed.  The wheel is the caller's.
+ *   The prepare watcher does not keep the loop alive (it is unref'ed).  When
+ *   the last timer is cancelled the ev_timer stays armed (cancel never
+ *   re-arms): it wakes once more, finds nothing, and stops.  rota_ev_close()
+ *   is the teardown: it stops both watchers, then the struct may be freed.
  *
  * CALLBACK CONTEXT
  *   Timer callbacks run from the ev_timer's callback, inside
  *   rota_wheel_advance(): they may use the loop and the wheel freely, except
- *   rota_ev_stop() on this adapter.
+ *   rota_ev_close() on this adapter.
  *
  * THREAD SAFETY
  *   As libev: the adapter, the loop and the wheel belong to one thread.
@@ -80,33 +98,41 @@ struct rota_ev {
 };
 
 /*
- * Initialise `wheel` (rota_wheel_init() at the current CLOCK_MONOTONIC time
- * in ticks of `tick_ns` ns) and start the prepare watcher on `loop`.  0,
- * ROTA_EINVAL (NULL, tick_ns 0), ROTA_ESYS (no CLOCK_MONOTONIC).
+ * Bind `wheel` (already initialised with rota_wheel_init(), in ticks of
+ * `clock`, which is copied) to `loop`: start the prepare watcher and arm
+ * the ev_timer at the wheel's next deadline if a timer is pending.  0, or
+ * ROTA_EINVAL (a NULL argument, a wheel never initialised: zeroed, a clock
+ * never initialised).  After a failure rota_ev_close() is a no-op.
  */
 ROTA_API int rota_ev_init(struct rota_ev *rw, struct ev_loop *loop,
-                          struct rota_wheel *wheel, uint64_t tick_ns);
+                          struct rota_wheel *wheel,
+                          const struct rota_clock *clock);
 
 /* The deadline for an event `delay_ns` nanoseconds from now, in ticks,
  * rounded up from a fresh clock reading. */
 ROTA_API uint64_t rota_ev_deadline_after(const struct rota_ev *rw,
                                          uint64_t delay_ns);
 
-/* The current CLOCK_MONOTONIC time in ticks, rounded down. */
+/* The clock's time in ticks, rounded down: what the adapter advances the
+ * wheel to when it wakes up. */
 ROTA_API uint64_t rota_ev_now(const struct rota_ev *rw);
 
 /* Re-arm the ev_timer if a timer armed since the last sync is earlier than
- * its arming.  O(1) when nothing was armed (see rota/epoll.h on the wheel's
- * `armed` counter).  Returns 1 if it did, 0 if not needed, ROTA_EINVAL. */
+ * its arming; ev_run() does it before every block, so this is only for a
+ * program that waits by other means (see PENDING TIMERS...).  O(1) when
+ * nothing was armed (see rota/epoll.h on the wheel's `armed` counter).
+ * Returns 1 if it did, 0 if not needed, ROTA_EINVAL (NULL, not bound, or
+ * closed). */
 ROTA_API int rota_ev_sync(struct rota_ev *rw);
 
 /* ev_timer_start() calls and ev_timer wake-ups so far. */
 ROTA_API uint64_t rota_ev_rearms(const struct rota_ev *rw);
 ROTA_API uint64_t rota_ev_wakeups(const struct rota_ev *rw);
 
-/* Stop both watchers (the wheel and its timers are left alone).  The struct
- * may be freed afterwards. */
-ROTA_API void rota_ev_stop(struct rota_ev *rw);
+/* The teardown: stop both watchers (the wheel and its timers are left
+ * alone); then the struct may be freed.  Not from the wheel's callbacks.
+ * A no-op after a failed init or a previous close. */
+ROTA_API void rota_ev_close(struct rota_ev *rw);
 
 #ifdef __cplusplus
 }

@@ -8,36 +8,51 @@
  * the current arming.  Touches and cancels never re-add it.  This is how Tor
  * drives its timing wheel from libevent.
  *
+ *     struct rota_clock clock;
  *     struct rota_wheel wheel;
  *     struct rota_event rw;
- *     rota_event_init(&rw, base, &wheel, 1000000);      // 1 ms ticks
+ *     rota_clock_init(&clock, ROTA_CLOCK_MONOTONIC, 1000000); // 1 ms ticks
+ *     rota_wheel_init(&wheel, rota_clock_now(&clock));
+ *     rota_event_init(&rw, base, &wheel, &clock);
  *     rota_timer_init(&c->idle, on_idle);
- *     uint64_t idle_ns = 30ull * 1000000000;            // 30 s
+ *     uint64_t idle_ns = 30ull * 1000000000;                // 30 s
  *     uint64_t d = rota_event_deadline_after(&rw, idle_ns);
- *     rota_timer_arm(&wheel, &c->idle, d);
- *     rota_event_sync(&rw);                             // after arming
+ *     rota_timer_arm_at(&wheel, &c->idle, d);
+ *     rota_event_sync(&rw);                                 // after arming
  *     ... in the read callback (a touch needs no sync):
- *     d = rota_event_deadline_after(&rw, idle_ns);      // a fresh reading
- *     rota_timer_touch(&wheel, &c->idle, d);
+ *     d = rota_event_deadline_after(&rw, idle_ns);          // fresh
+ *     rota_timer_touch_at(&wheel, &c->idle, d);
  *     event_base_dispatch(base);
+ *
+ * THE WHEEL IS THE CALLER'S
+ *   As with every rota adapter, rota_event_init() binds a wheel the caller
+ *   has already initialised, in ticks of the clock it is given
+ *   (CLOCK_MONOTONIC or its coarse twin: one time line), and adds the
+ *   evtimer for the timers it already holds.  The adapter never
+ *   initialises, drains or frees the wheel: after rota_event_close(),
+ *   cancel or drain its timers, or bind it to another base.
  *
  * WHEN TO CALL rota_event_sync()
  *   libevent 2.1 has no hook that runs before the loop blocks (libuv's
  *   prepare, libev's ev_prepare), so the adapter cannot see arms made in the
  *   caller's callbacks.  Call rota_event_sync() after arming a timer (or
  *   touching one to an earlier deadline) anywhere except inside the wheel's
- *   own callbacks, which the adapter covers.  It costs a comparison with the
+ *   own callbacks, which the adapter covers, and before rota_event_init(),
+ *   which looks at the wheel.  It costs a comparison with the
  *   wheel's `armed` counter (and, when it moved, with the wheel's next
  *   deadline) and calls event_add() only when the new timer is the
  *   earliest.  Forgetting it never makes a timer early, but
- *   makes it late: it fires at the adapter's next wake-up, if there is one.
+ *   makes it late: it fires at the adapter's next wake-up, if there is one,
+ *   and a timer that nothing else keeps alive lets event_base_dispatch()
+ *   return (no event pending) with the timer still pending.
  *
  * TIME
- *   The wheel's ticks are CLOCK_MONOTONIC in units of `tick_ns`, read once
- *   per wake-up.  libevent's cached time (event_base_gettimeofday_cached())
- *   is the wall clock, which may be stepped; its monotonic time is private.
- *   Deadlines come from rota_event_deadline_after(): a fresh reading, rounded
- *   up, so a timer never fires early.
+ *   The wheel's ticks are those of the clock passed to rota_event_init(),
+ *   read once per wake-up.  libevent's cached time
+ *   (event_base_gettimeofday_cached()) is the wall clock, which may be
+ *   stepped; its monotonic time is private.  Deadlines come from
+ *   rota_event_deadline_after(): a fresh reading, rounded up, so a timer
+ *   never fires early.
  *
  * PRECISION
  *   By default libevent runs its timers on CLOCK_MONOTONIC_COARSE, which
@@ -51,13 +66,13 @@
  *   The evtimer, while added, keeps event_base_dispatch() running as any
  *   pending event does.  When the last timer is cancelled it stays added
  *   (cancel never re-arms): it wakes once more, finds nothing, and is not
- *   added again.  rota_event_free() deletes and frees it.  The wheel is the
- *   caller's.
+ *   added again.  rota_event_close() is the teardown: it deletes and frees
+ *   the evtimer; then the struct may be freed.
  *
  * CALLBACK CONTEXT
  *   Timer callbacks run from the evtimer's callback, inside
  *   rota_wheel_advance(): they may use the base and the wheel freely, except
- *   rota_event_free() on this adapter.
+ *   rota_event_close() on this adapter.
  *
  * THREAD SAFETY
  *   As an event_base without locking: one thread.
@@ -89,13 +104,16 @@ struct rota_event {
 };
 
 /*
- * Initialise `wheel` (rota_wheel_init() at the current CLOCK_MONOTONIC time
- * in ticks of `tick_ns` ns) and create the evtimer on `base`.  0,
- * ROTA_EINVAL (NULL, tick_ns 0), ROTA_ENOMEM (event_new() failed),
- * ROTA_ESYS (no CLOCK_MONOTONIC).
+ * Bind `wheel` (already initialised with rota_wheel_init(), in ticks of
+ * `clock`, which is copied) to `base`: create the evtimer and add it for
+ * the wheel's next deadline if a timer is pending.  0, ROTA_EINVAL (a NULL
+ * argument, a wheel never initialised: zeroed, a clock never initialised),
+ * ROTA_ENOMEM (event_new() failed), ROTA_ESYS (event_add() failed).  After
+ * a failure rota_event_close() is a no-op.
  */
 ROTA_API int rota_event_init(struct rota_event *rw, struct event_base *base,
-                             struct rota_wheel *wheel, uint64_t tick_ns);
+                             struct rota_wheel *wheel,
+                             const struct rota_clock *clock);
 
 /* The deadline for an event `delay_ns` nanoseconds from now, in ticks,
  * rounded up from a fresh clock reading. */
@@ -115,8 +133,10 @@ ROTA_API int rota_event_sync(struct rota_event *rw);
 ROTA_API uint64_t rota_event_rearms(const struct rota_event *rw);
 ROTA_API uint64_t rota_event_wakeups(const struct rota_event *rw);
 
-/* Delete and free the evtimer (the wheel is left alone).  Idempotent. */
-ROTA_API void rota_event_free(struct rota_event *rw);
+/* The teardown: delete and free the evtimer (the wheel and its timers are
+ * left alone); then the struct may be freed.  Not from the wheel's
+ * callbacks.  A no-op after a failed init or a previous close. */
+ROTA_API void rota_event_close(struct rota_event *rw);
 
 #ifdef __cplusplus
 }

@@ -25,10 +25,11 @@
  *
  * TIME
  *   The map owns a rota wheel (rota.h) and reads no clock: the caller passes
- *   `now` in ticks to rota_keyed_advance(), as to the wheel.  The `_at`
- *   functions take an absolute deadline; the others take a time to live
- *   counted from the map's now (the latest `now` given to advance), adding
- *   with saturation.  ROTA_NEVER as a deadline or a ttl means "no expiry".
+ *   `now` in ticks to rota_keyed_advance(), as to the wheel.  Names follow
+ *   rota.h's rule (NAMES FOR TIME): the `_at` functions take an absolute
+ *   deadline; the `_in` functions take a time to live counted from the
+ *   map's now (the latest `now` given to advance), adding with
+ *   saturation.  ROTA_NEVER as a deadline or a ttl means "no expiry".
  *   A deadline at or before now (a ttl of 0) makes the entry due: it expires
  *   in the next advance, never inside the set or move that made it due.
  *   An entry lives until an advance collects it: one whose deadline has
@@ -137,18 +138,6 @@ typedef void rota_keyed_expire_fn(struct rota_keyed *map, const void *key,
 typedef void rota_keyed_drain_fn(struct rota_keyed *map, const void *key,
                                  size_t key_len, void *value, void *arg);
 
-/*
- * Where the map gets its memory.  alloc returns a block of `size` bytes
- * aligned for any object, or NULL; free releases a block alloc returned,
- * with the size that was asked for.  Both receive `ctx`.  The map copies
- * this struct.
- */
-struct rota_keyed_allocator {
-    void *(*alloc)(void *ctx, size_t size);
-    void (*free)(void *ctx, void *ptr, size_t size);
-    void *ctx;
-};
-
 /* Size of the hash seed in bytes. */
 #define ROTA_KEYED_SEED_SIZE 16
 
@@ -158,7 +147,7 @@ struct rota_keyed_config {
     rota_keyed_expire_fn *expire; /* may be NULL: entries just go */
     void *arg;                    /* passed to expire */
     /* NULL: malloc and free. */
-    const struct rota_keyed_allocator *allocator;
+    const struct rota_allocator *allocator;
     /* ROTA_KEYED_SEED_SIZE secret bytes, or NULL to read them from
      * getrandom().  Give a fixed seed only for reproducible tests. */
     const void *seed;
@@ -168,9 +157,10 @@ struct rota_keyed_config {
 struct rota_keyed_stats {
     size_t count;         /* entries in the map */
     size_t expiring;      /* entries with a deadline */
-    size_t buckets;       /* table slots (the larger table mid-resize) */
+    size_t slots;         /* table slots (the larger table mid-resize) */
     size_t bytes;         /* memory held from the allocator, map included */
-    size_t longest_chain; /* most slots a set, move or remove compared */
+    size_t longest_probe; /* the longest probe: most slots one set, move
+                             or remove compared (see HASHING) */
     bool sip_hash;        /* switched to SipHash-1-3 (see HASHING) */
     uint64_t expired;     /* entries removed by expiry */
     uint64_t resizes;     /* table resizes started */
@@ -201,11 +191,11 @@ ROTA_API int rota_keyed_destroy(struct rota_keyed *map);
  * the key was added, 1 if it was replaced, or ROTA_EINVAL, ROTA_ENOMEM (the
  * map is unchanged).
  */
-ROTA_API int rota_keyed_set(struct rota_keyed *map, const void *key,
-                            size_t key_len, void *value, uint64_t ttl,
-                            void **old_value);
+ROTA_API int rota_keyed_set_in(struct rota_keyed *map, const void *key,
+                               size_t key_len, void *value, uint64_t ttl,
+                               void **old_value);
 
-/* As rota_keyed_set(), with an absolute deadline (ROTA_NEVER: none). */
+/* As rota_keyed_set_in(), with an absolute deadline (ROTA_NEVER: none). */
 ROTA_API int rota_keyed_set_at(struct rota_keyed *map, const void *key,
                                size_t key_len, void *value, uint64_t deadline,
                                void **old_value);
@@ -216,10 +206,10 @@ ROTA_API int rota_keyed_set_at(struct rota_keyed *map, const void *key,
  * wheel's touch); an earlier one re-files the timer.  0, or ROTA_ENOENT if
  * the key is absent, ROTA_EINVAL.
  */
-ROTA_API int rota_keyed_move(struct rota_keyed *map, const void *key,
-                             size_t key_len, uint64_t ttl);
+ROTA_API int rota_keyed_move_in(struct rota_keyed *map, const void *key,
+                                size_t key_len, uint64_t ttl);
 
-/* As rota_keyed_move(), with an absolute deadline (ROTA_NEVER: none). */
+/* As rota_keyed_move_in(), with an absolute deadline (ROTA_NEVER: none). */
 ROTA_API int rota_keyed_move_at(struct rota_keyed *map, const void *key,
                                 size_t key_len, uint64_t deadline);
 
@@ -284,7 +274,8 @@ ROTA_API void rota_keyed_stats(const struct rota_keyed *map,
  * Check every invariant: each entry reachable from its home slot, counts,
  * memory accounting, each deadline armed on the wheel, and the wheel's own
  * (rota_wheel_check()).  O(entries + slots).  For tests and debugging.
- * 0 or ROTA_ECORRUPT, with a static description in *why when not NULL.
+ * 0, ROTA_EINVAL (map NULL) or ROTA_ECORRUPT, with a static description
+ * in *why when not NULL.
  */
 ROTA_API int rota_keyed_check(const struct rota_keyed *map, const char **why);
 

@@ -30,7 +30,8 @@
  *   unless the config gives another).  The wheel runs on ticks of
  *   `tick_ns` (default 1 us): a deadline is rounded up to a whole tick, so a
  *   timer never fires before the clock has reached the time asked for, and
- *   fires at most one tick plus scheduling delay after it.  A delay is
+ *   fires at most one tick plus scheduling delay after it.  Names follow
+ *   rota.h's rule (NAMES FOR TIME): the `_in` functions take a delay,
  *   counted from the clock's time when the call reads it; the `_at`
  *   functions take an absolute deadline (rota_service_now() gives the
  *   clock's time).  Sums saturate: a huge delay means "practically never",
@@ -264,13 +265,6 @@ ROTA_API uint64_t rota_manual_clock_waits(struct rota_manual_clock *clock);
 /* Most shards a service may have. */
 #define ROTA_SERVICE_MAX_SHARDS 64
 
-/* Where the service gets its memory (as struct rota_keyed_allocator). */
-struct rota_service_allocator {
-    void *(*alloc)(void *ctx, size_t size);
-    void (*free)(void *ctx, void *ptr, size_t size);
-    void *ctx;
-};
-
 /* Zero-initialise, then set what you need. */
 struct rota_service_config {
     /* Worker threads that run callbacks; 0 runs them on the service
@@ -291,7 +285,7 @@ struct rota_service_config {
      * 1 ns on Linux so that sleeps end on time. */
     const struct rota_service_clock *clock;
     /* NULL: malloc and free. */
-    const struct rota_service_allocator *allocator;
+    const struct rota_allocator *allocator;
 };
 
 /* Number of buckets in the lateness histogram. */
@@ -316,7 +310,7 @@ struct rota_service_stats {
     uint64_t touched;     /* accepted touch calls */
     uint64_t merged;      /* fires of periodic timers folded into one still
                              waiting for a worker (see
-                             rota_service_arm_periodic()) */
+                             rota_service_arm_periodic_in()) */
     uint64_t queue_high;  /* most fires waiting for a worker at once */
     uint64_t wakeups;     /* times the service thread woke up */
     uint64_t records;     /* timer records in the slab */
@@ -348,11 +342,11 @@ ROTA_API int rota_service_destroy(struct rota_service *svc);
  * when it is not NULL.  0, or ROTA_EINVAL (svc or fn NULL), ROTA_EAGAIN,
  * ROTA_ESHUTDOWN, ROTA_ENOMEM.
  */
-ROTA_API int rota_service_arm(struct rota_service *svc, uint64_t delay_ns,
-                              rota_service_fn *fn, void *arg,
-                              struct rota_service_handle *out);
+ROTA_API int rota_service_arm_in(struct rota_service *svc, uint64_t delay_ns,
+                                 rota_service_fn *fn, void *arg,
+                                 struct rota_service_handle *out);
 
-/* As rota_service_arm(), at an absolute deadline on the service's clock (a
+/* As rota_service_arm_in(), at an absolute deadline on the service's clock (a
  * deadline in the past fires at once). */
 ROTA_API int rota_service_arm_at(struct rota_service *svc, uint64_t deadline_ns,
                                  rota_service_fn *fn, void *arg,
@@ -371,16 +365,16 @@ ROTA_API int rota_service_arm_at(struct rota_service *svc, uint64_t deadline_ns,
  * the schedule: under BURST, boundaries of the new schedule that come due
  * while runs of the old one still wait are folded too, so every run is told
  * a deadline that really came due.  0, or
- * ROTA_EINVAL (period 0, bad policy), and the errors of rota_service_arm().
+ * ROTA_EINVAL (period 0, bad policy), and the errors of rota_service_arm_in().
  */
-ROTA_API int rota_service_arm_periodic(struct rota_service *svc,
-                                       uint64_t first_delay_ns,
-                                       uint64_t period_ns,
-                                       enum rota_missed missed,
-                                       rota_service_fn *fn, void *arg,
-                                       struct rota_service_handle *out);
+ROTA_API int rota_service_arm_periodic_in(struct rota_service *svc,
+                                          uint64_t first_delay_ns,
+                                          uint64_t period_ns,
+                                          enum rota_missed missed,
+                                          rota_service_fn *fn, void *arg,
+                                          struct rota_service_handle *out);
 
-/* As rota_service_arm_periodic(), with an absolute first deadline. */
+/* As rota_service_arm_periodic_in(), with an absolute first deadline. */
 ROTA_API int rota_service_arm_periodic_at(struct rota_service *svc,
                                           uint64_t first_deadline_ns,
                                           uint64_t period_ns,
@@ -396,11 +390,11 @@ ROTA_API int rota_service_arm_periodic_at(struct rota_service *svc,
  * timer that has come due and whose callback has not finished: a touch
  * never un-fires a timer), ROTA_EINVAL, ROTA_ESHUTDOWN.
  */
-ROTA_API int rota_service_touch(struct rota_service *svc,
-                                struct rota_service_handle timer,
-                                uint64_t delay_ns);
+ROTA_API int rota_service_touch_in(struct rota_service *svc,
+                                   struct rota_service_handle timer,
+                                   uint64_t delay_ns);
 
-/* As rota_service_touch(), with an absolute deadline. */
+/* As rota_service_touch_in(), with an absolute deadline. */
 ROTA_API int rota_service_touch_at(struct rota_service *svc,
                                    struct rota_service_handle timer,
                                    uint64_t deadline_ns);
@@ -468,7 +462,7 @@ ROTA_API void rota_service_stats(struct rota_service *svc,
  * service is stopped.  Requires a quiet service: no other thread calling
  * in, no callback running.  O(records).  For tests and debugging.  0 or
  * ROTA_ECORRUPT (with a static description in *why when not NULL),
- * ROTA_EDEADLK, ROTA_EINVAL.
+ * ROTA_EDEADLK, ROTA_EINVAL (svc NULL; *why says so).
  */
 ROTA_API int rota_service_check(struct rota_service *svc, const char **why);
 

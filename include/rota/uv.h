@@ -8,42 +8,64 @@
  * the uv timer heap sees one start per wake-up at most, never one per arm,
  * touch or cancel: a connection touched on every read costs a store.
  *
+ *     struct rota_clock clock;
  *     struct rota_wheel wheel;
  *     struct rota_uv rw;
- *     rota_uv_init(&rw, loop, &wheel, 1000000);      // 1 ms ticks
+ *     rota_clock_init(&clock, ROTA_CLOCK_MONOTONIC, 1000000); // 1 ms ticks
+ *     rota_wheel_init(&wheel, rota_clock_now(&clock));
+ *     rota_uv_init(&rw, loop, &wheel, &clock);
  *     rota_timer_init(&c->idle, on_idle);
- *     uint64_t idle_ns = 30ull * 1000000000;            // 30 s
- *     rota_timer_arm(&wheel, &c->idle, rota_uv_deadline_after(&rw, idle_ns));
+ *     uint64_t idle_ns = 30ull * 1000000000;                // 30 s
+ *     rota_timer_arm_at(&wheel, &c->idle,
+ *                       rota_uv_deadline_after(&rw, idle_ns));
  *     ... in the read callback:
- *     rota_timer_touch(&wheel, &c->idle, rota_uv_deadline_after(&rw, idle_ns));
+ *     rota_timer_touch_at(&wheel, &c->idle,
+ *                         rota_uv_deadline_after(&rw, idle_ns));
  *     uv_run(loop, UV_RUN_DEFAULT);
+ *
+ * THE WHEEL IS THE CALLER'S
+ *   As with every rota adapter, rota_uv_init() binds a wheel the caller has
+ *   already initialised, on the clock's time line (CLOCK_MONOTONIC, which is
+ *   also libuv's; the coarse clock is the same line) and in its ticks, and
+ *   arms the uv timer for the timers it already holds.  The adapter never
+ *   initialises, drains or frees the wheel: after rota_uv_close(), cancel or
+ *   drain its timers, or bind it to another loop.
  *
  * TIME
  *   The wheel's `now` is the loop's cached time, uv_now(), converted to
- *   ticks of `tick_ns` nanoseconds (rounded down).  Deadlines should come
- *   from rota_uv_deadline_after(), which reads the clock afresh (uv_hrtime(),
- *   the same CLOCK_MONOTONIC time line) and rounds up: the cached time can be
- *   a whole loop turn old and is truncated to milliseconds, so adding a delay
- *   to it can fire early - libuv's own uv_timer_t does exactly that
- *   (libuv#4773).  A timer fires when uv_now() has reached its deadline:
- *   never early.
+ *   ticks of the clock (rounded down).  Deadlines should come from
+ *   rota_uv_deadline_after(), which reads the clock afresh (the time line
+ *   of uv_now()) and rounds up: the cached time can be a whole loop turn old
+ *   and is truncated to milliseconds, so adding a delay to it can fire
+ *   early - libuv's own uv_timer_t does exactly that (libuv#4773).  A timer
+ *   fires when uv_now() has reached its deadline: never early.
+ *   rota_timer_arm_in() counts from the wheel's `now`, the adapter's last
+ *   wake-up, which may be long past: arm with a deadline instead.
  *
- * WHEN TO CALL rota_uv_sync()
- *   Arms made inside loop callbacks (I/O, timers, the wheel's own callbacks)
- *   need nothing: the prepare handle runs before the loop blocks.  Arms made
- *   outside the loop (before uv_run(), or after it returned) need one
- *   rota_uv_sync() before the loop runs again, because a loop with nothing
- *   else to do does not run its prepare handles.
+ * PENDING TIMERS KEEP THE LOOP ALIVE, AND WHEN TO CALL rota_uv_sync()
+ *   The adapter learns of new timers before the loop next blocks (from a
+ *   uv_prepare_t), and the uv timer it then arms keeps uv_run() running, as
+ *   a uv_timer_t does.  So no sync is needed for timers armed
+ *     - inside loop callbacks (I/O, timers, the wheel's own callbacks);
+ *     - before rota_uv_init(), or between it and the first uv_run(): the
+ *       adapter keeps the loop alive for one turn to look at the wheel.
+ *   One case needs rota_uv_sync() before uv_run() is called again: timers
+ *   armed outside the loop after uv_run() returned because nothing kept the
+ *   loop alive (the wheel was empty then).  libuv runs no prepare handle in
+ *   a loop with nothing alive: without the sync, uv_run() returns at once
+ *   and the timers wait for the loop's next run.  A loop with other live
+ *   handles (a listening socket) runs its prepare handles and needs no
+ *   sync.  rota_uv_sync() is cheap: when unsure, call it after arming
+ *   outside the loop.
  *
  * LIFETIME
- *   While the uv timer is armed it keeps the loop alive, as uv_timer_t
- *   does; the prepare handle does not.  It is armed for timers armed inside
- *   the loop and by rota_uv_sync(): timers armed outside the loop with no
- *   sync afterwards do not keep uv_run() from returning.  When the
- *   last timer is cancelled the uv timer stays armed (cancel never re-arms):
- *   it wakes once more, finds nothing, and stops.  rota_uv_close() closes the
- *   two handles; the struct may be freed when its callback has run.  The
- *   wheel is the caller's: cancel or drain its timers.
+ *   The prepare handle does not keep the loop alive (except for that first
+ *   turn).  When the last timer is cancelled the uv timer stays armed
+ *   (cancel never re-arms): it wakes once more, finds nothing, and stops;
+ *   the loop can end then.  rota_uv_close() is the teardown, as for every
+ *   adapter; because libuv closes handles asynchronously it takes a
+ *   completion callback (as uv_close() does), and the struct may be freed
+ *   only once that callback has run, from the loop.
  *
  * CALLBACK CONTEXT
  *   Timer callbacks run from the uv timer's callback, inside
@@ -108,20 +130,26 @@ struct rota_uv {
     uint64_t wakeups_;    /* uv timer callbacks */
     void (*close_cb_)(struct rota_uv *rw);
     int open_handles_;
-    uint8_t deferred_; /* a timer is due at once: the prepare arms it */
+    uint8_t bound_;       /* init succeeded and no close since */
+    uint8_t prepare_ref_; /* the prepare handle keeps the loop alive */
+    uint8_t deferred_;    /* a timer is due at once: the prepare arms it */
 };
 
 /*
- * Initialise `wheel` (rota_wheel_init() at the loop's current time) and the
- * two handles on `loop`, for ticks of `tick_ns` nanoseconds.  0, ROTA_EINVAL
- * (NULL, tick_ns 0), ROTA_ESYS (a libuv call failed).
+ * Bind `wheel` (already initialised with rota_wheel_init(), in ticks of
+ * `clock`, which is copied) to `loop`: initialise the two handles and arm
+ * the uv timer at the wheel's next deadline if a timer is pending.  0,
+ * ROTA_EINVAL (a NULL argument, a wheel never initialised: zeroed, a clock
+ * never initialised), ROTA_ESYS (a libuv call failed).  After a failure
+ * rota_uv_close() is a no-op.
  */
 ROTA_API int rota_uv_init(struct rota_uv *rw, uv_loop_t *loop,
-                          struct rota_wheel *wheel, uint64_t tick_ns);
+                          struct rota_wheel *wheel,
+                          const struct rota_clock *clock);
 
 /* The deadline for an event `delay_ns` nanoseconds from now, in ticks,
- * rounded up from a fresh clock reading: pass it to rota_timer_arm() or
- * rota_timer_touch(). */
+ * rounded up from a fresh clock reading: pass it to rota_timer_arm_at() or
+ * rota_timer_touch_at(). */
 ROTA_API uint64_t rota_uv_deadline_after(const struct rota_uv *rw,
                                          uint64_t delay_ns);
 
@@ -129,16 +157,21 @@ ROTA_API uint64_t rota_uv_deadline_after(const struct rota_uv *rw,
 ROTA_API uint64_t rota_uv_now(const struct rota_uv *rw);
 
 /* Re-arm the uv timer if a timer armed since the last sync is earlier than
- * its arming.  O(1) when nothing was armed (see rota/epoll.h on the wheel's
- * `armed` counter).  Returns 1 if it did, 0 if not needed, ROTA_EINVAL. */
+ * its arming (see PENDING TIMERS KEEP THE LOOP ALIVE for when to call it).
+ * O(1) when nothing was armed (see rota/epoll.h on the wheel's `armed`
+ * counter).  Returns 1 if it did, 0 if not needed, ROTA_EINVAL (NULL, not
+ * bound, or closed). */
 ROTA_API int rota_uv_sync(struct rota_uv *rw);
 
 /* uv_timer_start() calls and uv timer wake-ups so far. */
 ROTA_API uint64_t rota_uv_rearms(const struct rota_uv *rw);
 ROTA_API uint64_t rota_uv_wakeups(const struct rota_uv *rw);
 
-/* Close both handles; `cb` (may be NULL) runs from the loop once they are
- * closed, after which `rw` may be freed. */
+/* The teardown: close both handles (the wheel and its timers are left
+ * alone).  libuv closes handles asynchronously: `cb` (may be NULL) runs from
+ * the loop once both are closed, and only then may `rw` be freed.  Not from
+ * the wheel's callbacks.  A no-op (cb is not called) after a failed init or
+ * a previous close. */
 ROTA_API void rota_uv_close(struct rota_uv *rw, void (*cb)(struct rota_uv *rw));
 
 #ifdef __cplusplus

@@ -29,19 +29,23 @@ int main(void)
 {
     static struct rota_wheel wheel;
     static struct rota_uv rw;
+    struct rota_clock clock;
     struct rota_timer timer;
     uv_loop_t loop;
     uint64_t deadline;
 
     if (uv_loop_init(&loop) != 0)
         return fail("uv_loop_init failed");
-    if (rota_uv_init(&rw, &loop, &wheel, 1000000) != 0)
+    if (rota_clock_init(&clock, ROTA_CLOCK_MONOTONIC, 1000000) != 0 ||
+        rota_wheel_init(&wheel, rota_clock_now(&clock)) != 0)
+        return fail("rota_clock_init or rota_wheel_init failed");
+    if (rota_uv_init(&rw, &loop, &wheel, &clock) != 0)
         return fail("rota_uv_init failed");
     rota_timer_init(&timer, on_timer);
     deadline = rota_uv_deadline_after(&rw, 2000000);
-    if (rota_timer_arm(&wheel, &timer, deadline) != 0)
-        return fail("rota_timer_arm failed");
-    rota_uv_sync(&rw); /* armed outside the loop */
+    if (rota_timer_arm_at(&wheel, &timer, deadline) != 0)
+        return fail("rota_timer_arm_at failed");
+    /* Armed outside the loop, before its first run: no sync needed. */
     uv_run(&loop, UV_RUN_DEFAULT);
     if (fired != 1)
         return fail("the timer did not fire once");

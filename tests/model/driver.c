@@ -574,7 +574,7 @@ static void cb_action(struct drv *d, struct node *self)
     case 1:
         a.kind = A_ARM;
         a.a = gen_deadline(d, now);
-        a.rc = rota_timer_arm(w, T(d, target), a.a);
+        a.rc = rota_timer_arm_at(w, T(d, target), a.a);
         break;
     case 2:
         a.kind = A_ARM_IN;
@@ -592,15 +592,15 @@ static void cb_action(struct drv *d, struct node *self)
         a.a = gen_deadline(d, now);
         a.b = gen_period(d);
         a.policy = (int)rnd(d, 3);
-        a.rc = rota_timer_arm_periodic(w, T(d, target), a.a, a.b,
-                                       (enum rota_missed)a.policy);
+        a.rc = rota_timer_arm_periodic_at(w, T(d, target), a.a, a.b,
+                                          (enum rota_missed)a.policy);
         break;
     case 5:
     case 6: /* later */
         a.kind = A_TOUCH;
         a.id = pick_pending(d);
         a.a = add_sat(rota_timer_deadline(T(d, a.id)), gen_delta(d));
-        a.rc = rota_timer_touch(w, T(d, a.id), a.a);
+        a.rc = rota_timer_touch_at(w, T(d, a.id), a.a);
         break;
     case 7: /* earlier, or anywhere */
         a.kind = A_TOUCH;
@@ -608,7 +608,7 @@ static void cb_action(struct drv *d, struct node *self)
         a.a = chance(d, 50)
                   ? sub_floor(rota_timer_deadline(T(d, a.id)), gen_delta(d))
                   : gen_deadline(d, now);
-        a.rc = rota_timer_touch(w, T(d, a.id), a.a);
+        a.rc = rota_timer_touch_at(w, T(d, a.id), a.a);
         break;
     case 8:
     case 9:
@@ -1064,7 +1064,7 @@ static uint64_t next_deadline_checked(struct drv *d)
 {
     uint64_t got = rota_wheel_next_deadline(d->w);
     uint64_t exp = model_next_deadline(&d->m);
-    /* rota_timer_touch_unchecked() may leave the answer early (rota.h),
+    /* rota_timer_touch_at_unchecked() may leave the answer early (rota.h),
      * until the wheel looks again: early only after such a touch since the
      * last exact answer. */
     if (got == exp)
@@ -1119,9 +1119,20 @@ int drv_step(struct drv *d)
          * population fills every level) */
         id = (uint32_t)rnd(d, d->cfg.pool);
         x = gen_deadline(d, now);
-        snprintf(d->op, sizeof d->op, "arm(t%u, %" PRIu64 ")", id, x);
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d, rota_timer_arm(w, T(d, id), x), model_arm(&d->m, id, x));
+        if (chance(d, 15)) { /* with slack: a window from x */
+            p = chance(d, 5) ? sub_floor(x, 1 + rnd(d, 3)) /* EINVAL */
+                             : add_sat(x, gen_delta(d));
+            snprintf(d->op, sizeof d->op,
+                     "arm_range(t%u, %" PRIu64 ", %" PRIu64 ")", id, x, p);
+            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+            expect_rc(d, rota_timer_arm_range_at(w, T(d, id), x, p),
+                      model_arm_range(&d->m, id, x, p));
+        } else {
+            snprintf(d->op, sizeof d->op, "arm(t%u, %" PRIu64 ")", id, x);
+            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+            expect_rc(d, rota_timer_arm_at(w, T(d, id), x),
+                      model_arm(&d->m, id, x));
+        }
         check_timer(d, id);
     } else if (op < 220) {
         id = (uint32_t)rnd(d, d->cfg.pool);
@@ -1136,7 +1147,8 @@ int drv_step(struct drv *d)
         x = gen_deadline(d, now);
         snprintf(d->op, sizeof d->op, "re-arm(t%u, %" PRIu64 ")", id, x);
         trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d, rota_timer_arm(w, T(d, id), x), model_arm(&d->m, id, x));
+        expect_rc(d, rota_timer_arm_at(w, T(d, id), x),
+                  model_arm(&d->m, id, x));
         check_timer(d, id);
     } else if (op < 420) {
         if (op < 360) { /* later */
@@ -1159,15 +1171,23 @@ int drv_step(struct drv *d)
                      id, x);
             trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
             uint64_t touched = d->m.stats.touched;
-            rota_timer_touch_unchecked(w, T(d, id), x);
+            rota_timer_touch_at_unchecked(w, T(d, id), x);
             d->unchecked_touches++;
             expect_rc(d, 0, model_touch(&d->m, id, x));
             d->m.stats.touched = touched;
-        } else {
+        } else if (op >= 400 || chance(d, 80)) {
             snprintf(d->op, sizeof d->op, "touch(t%u, %" PRIu64 ")", id, x);
             trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-            expect_rc(d, rota_timer_touch(w, T(d, id), x),
+            expect_rc(d, rota_timer_touch_at(w, T(d, id), x),
                       model_touch(&d->m, id, x));
+        } else { /* with slack around x: often holds the deadline already */
+            uint64_t lo = sub_floor(x, rnd(d, 2) ? 0 : gen_delta(d));
+            p = add_sat(x, rnd(d, 3) ? gen_delta(d) : 0);
+            snprintf(d->op, sizeof d->op,
+                     "touch_range(t%u, %" PRIu64 ", %" PRIu64 ")", id, lo, p);
+            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+            expect_rc(d, rota_timer_touch_range_at(w, T(d, id), lo, p),
+                      model_touch_range(&d->m, id, lo, p));
         }
         check_timer(d, id);
     } else if (op < 510) {
@@ -1186,8 +1206,8 @@ int drv_step(struct drv *d)
                  policy);
         trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
         expect_rc(d,
-                  rota_timer_arm_periodic(w, T(d, id), x, p,
-                                          (enum rota_missed)policy),
+                  rota_timer_arm_periodic_at(w, T(d, id), x, p,
+                                             (enum rota_missed)policy),
                   model_arm_periodic(&d->m, id, x, p, policy));
         check_timer(d, id);
     } else if (op < 565) {
@@ -1204,8 +1224,8 @@ int drv_step(struct drv *d)
                  id, now, p, policy);
         trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
         expect_rc(d,
-                  rota_timer_arm_periodic(w, T(d, id), now, p,
-                                          (enum rota_missed)policy),
+                  rota_timer_arm_periodic_at(w, T(d, id), now, p,
+                                             (enum rota_missed)policy),
                   model_arm_periodic(&d->m, id, now, p, policy));
         expect_rc(d, rota_wheel_expire(w, add_sat(now, 5), NULL, 1, NULL),
                   ROTA_EINVAL);
@@ -1214,7 +1234,7 @@ int drv_step(struct drv *d)
         if (ms != 0)
             fail(d, "timeout_ms() with tick 0 stored %d, not 0", ms);
         expect_rc(d, rota_wheel_timeout_ms(w, now, 1, NULL), ROTA_EINVAL);
-        expect_rc(d, rota_timer_arm(NULL, T(d, id), now), ROTA_EINVAL);
+        expect_rc(d, rota_timer_arm_at(NULL, T(d, id), now), ROTA_EINVAL);
         expect_rc(d, rota_wheel_advance(NULL, now), ROTA_EINVAL);
         (void)out;
         check_timer(d, id);

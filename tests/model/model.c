@@ -107,6 +107,41 @@ int model_touch(struct model *m, uint32_t id, uint64_t deadline)
     return 0;
 }
 
+/* The instant of [lo, hi] divisible by the largest power of two, found by
+ * trying every power from the top (the wheel uses a bit trick). */
+static uint64_t coarsest_in(uint64_t lo, uint64_t hi)
+{
+    for (int bit = 63; bit > 0; bit--) {
+        uint64_t unit = (uint64_t)1 << bit;
+        uint64_t up = lo % unit == 0 ? lo : lo - lo % unit + unit;
+        if (up >= lo && up <= hi) /* up >= lo: no wrap past 2^64 */
+            return up;
+    }
+    return lo;
+}
+
+int model_arm_range(struct model *m, uint32_t id, uint64_t earliest,
+                    uint64_t latest)
+{
+    if (id >= m->n || earliest > latest)
+        return ROTA_EINVAL;
+    return model_arm(m, id, coarsest_in(clamp(m, earliest), clamp(m, latest)));
+}
+
+int model_touch_range(struct model *m, uint32_t id, uint64_t earliest,
+                      uint64_t latest)
+{
+    if (id >= m->n || earliest > latest)
+        return ROTA_EINVAL;
+    struct model_timer *t = &m->t[id];
+    if (!t->pending)
+        return ROTA_ENOENT;
+    uint64_t lo = clamp(m, earliest), hi = clamp(m, latest);
+    if (t->deadline >= lo && t->deadline <= hi)
+        return 0;
+    return model_touch(m, id, coarsest_in(lo, hi));
+}
+
 int model_cancel(struct model *m, uint32_t id)
 {
     if (id >= m->n)

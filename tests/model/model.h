@@ -87,6 +87,12 @@ int model_arm_periodic(struct model *m, uint32_t id, uint64_t first,
                        uint64_t period, int policy);
 int model_touch(struct model *m, uint32_t id, uint64_t deadline);
 int model_cancel(struct model *m, uint32_t id);
+/* rota_timer_arm_range_at() and rota_timer_touch_range_at(): the deadline is
+ * the instant of the clamped window divisible by the largest power of two. */
+int model_arm_range(struct model *m, uint32_t id, uint64_t earliest,
+                    uint64_t latest);
+int model_touch_range(struct model *m, uint32_t id, uint64_t earliest,
+                      uint64_t latest);
 
 uint64_t model_next_deadline(const struct model *m);
 /* As rota_wheel_timeout_ms(): 0 or ROTA_EINVAL, the timeout in *timeout_ms

@@ -55,15 +55,15 @@ int main(void)
     rota_timer_init(&p.timer, on_fire);
     rota_timer_init(&c.timer, on_fire);
 
-    EXPECT(rota_timer_arm(&wheel, &a.timer, 1300) == 0);
+    EXPECT(rota_timer_arm_at(&wheel, &a.timer, 1300) == 0);
     EXPECT(rota_timer_arm_in(&wheel, &b.timer, 100) == 0); /* 1100 */
-    EXPECT(rota_timer_arm_periodic(&wheel, &p.timer, 1250, 250,
-                                   ROTA_MISSED_BURST) == 0);
+    EXPECT(rota_timer_arm_periodic_at(&wheel, &p.timer, 1250, 250,
+                                      ROTA_MISSED_BURST) == 0);
     EXPECT(rota_timer_arm_in(&wheel, &c.timer, 70000) == 0); /* far level */
     EXPECT(rota_wheel_count(&wheel) == 4);
     EXPECT(rota_wheel_next_deadline(&wheel) == 1100);
 
-    EXPECT(rota_timer_touch(&wheel, &b.timer, 1400) == 0); /* later */
+    EXPECT(rota_timer_touch_at(&wheel, &b.timer, 1400) == 0); /* later */
     EXPECT(rota_wheel_next_deadline(&wheel) == 1250);
 
     EXPECT(rota_wheel_advance(&wheel, 1249) == 0); /* never early */
@@ -82,7 +82,7 @@ int main(void)
     EXPECT(rota_wheel_next_deadline(&wheel) == ROTA_NEVER);
     EXPECT(rota_wheel_check(&wheel, NULL) == 0);
 
-    EXPECT(rota_timer_arm(NULL, &a.timer, 1) == ROTA_EINVAL);
+    EXPECT(rota_timer_arm_at(NULL, &a.timer, 1) == ROTA_EINVAL);
     EXPECT(strcmp(rota_strerror(ROTA_EINVAL), "success") != 0);
 
     snprintf(version, sizeof version, "%d.%d.%d", ROTA_VERSION_MAJOR,
