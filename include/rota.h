@@ -134,8 +134,8 @@
  *   unchanged, the idle timer the library left at that address (a pool
  *   that keeps objects intact hands back a valid timer, old callback and
  *   all: nothing tells the two apart), an overwrite that happens to give a
- *   valid seal (1 in 65,536), and rota_timer_touch_at_unchecked(), which calls
- *   nothing.  Memory truly returned to malloc is read by the checks like
+ *   valid seal (1 in 65,536; a copy less than 256 KiB away never does),
+ *   and rota_timer_touch_at_unchecked(), which calls nothing.  Memory truly returned to malloc is read by the checks like
  *   any other; run ASan or valgrind to catch those reads themselves.
  *
  *   A report calls the handler given to rota_debug_set_handler(); the

@@ -22,7 +22,8 @@
  *   read it) hash what only the library writes: the timer's address (a
  *   copy elsewhere fails), its callback, period and tags, and while it is
  *   idle its deadline (a pool's free-list pointer written over an idle
- *   timer's first word fails).  Left out: a pending timer's deadline,
+ *   timer's first word fails; a copy less than 256 KiB away always
+ *   fails, see debug_seal_of()).  Left out: a pending timer's deadline,
  *   which rota_timer_touch_at_unchecked() writes without a call, and the
  *   links, which a neighbour's unlink writes.  The library renews the
  *   seal wherever it writes those fields (write_head(), set_idle(),
@@ -104,13 +105,18 @@ static inline uint16_t debug_seal_of(const struct rota_timer *t)
 
     _Static_assert(sizeof fn <= sizeof fn_bits, "a function pointer fits");
     memcpy(&fn_bits, &fn, sizeof fn);
-    h = debug_mix((uint64_t)(uintptr_t)t ^ fn_bits);
+    /* The address enters twice: its high bits through the hash, its low
+     * ones (4-byte steps: a timer is at least 4-aligned) as they are, so
+     * a copy less than 256 KiB away always fails, not 1 - 2^-16 of the
+     * time. */
+    uintptr_t at = (uintptr_t)t;
+    h = debug_mix((uint64_t)(at >> 18) ^ fn_bits);
     h = debug_mix(h ^ t->period_);
     h = debug_mix(h ^ ((uint64_t)t->wheel_id_ << 16 |
                        (uint64_t)t->policy_ << 8 | t->magic_));
     if (t->wheel_id_ == 0)
         h = debug_mix(h ^ t->deadline_);
-    return (uint16_t)(h >> 48);
+    return (uint16_t)((uint16_t)(h >> 48) ^ (uint16_t)(at >> 2));
 }
 
 /* After the library wrote a sealed field. */
