@@ -22,6 +22,14 @@
  *     a periodic timer is still pending (next deadline = deadline + period,
  *     never now + period).
  *   - destroy() releases everything, pending timers included.
+ *   - An approximate implementation (max_late != NULL) may fire a timer
+ *     late, by at most max_late(delay) ticks, where delay is its deadline
+ *     minus the implementation's time when it was filed (arm, rearm, or
+ *     the fire that re-files a periodic timer): bench_fired() then runs in
+ *     the first advance() whose `now` reaches the tick the implementation
+ *     chose, which is in [deadline, deadline + max_late(delay)].  Never
+ *     early all the same.  The driver checks every fire against that
+ *     window instead of comparing with the exact implementations.
  */
 #ifndef ROTA_BENCH_H
 #define ROTA_BENCH_H
@@ -69,6 +77,12 @@ struct bench_impl {
      * of its own (timer slack) and checks that bound itself; this says how,
      * and the cross-check against exact implementations skips it. */
     const char *inexact;
+    /* NULL for an exact implementation; otherwise the most ticks late it
+     * may fire a timer filed `delay` ticks ahead (see the contract), and
+     * the driver checks every fire against that window (workloads.c) in a
+     * run of its own before the timed one.  Such an implementation is
+     * inexact too: it sets `inexact` to say so. */
+    uint64_t (*max_late)(uint64_t delay);
 };
 
 /* Called by every adapter, from inside advance(), once per fire. */
@@ -91,7 +105,9 @@ double bench_wall(void);
 
 extern const struct bench_impl impl_rota, impl_rota_arm, impl_rota_store,
     impl_rota_slack, impl_heap2, impl_heap4, impl_hashed_rounds,
-    impl_wheel_bare;
+    impl_wheel_bare, impl_wheel_approx;
+/* wheel-approx's bound (impl_wheel_approx.c): 8/63 of the delay. */
+uint64_t wheel_approx_max_late(uint64_t delay);
 #ifdef BENCH_HAVE_LIBUV
 extern const struct bench_impl impl_libuv;
 #endif

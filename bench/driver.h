@@ -62,13 +62,18 @@ struct wl_data *wl_prepare(const struct config *cfg, enum bench_workload wl,
                            uint32_t n);
 void wl_release(struct wl_data *data);
 
-/* Run workload `wl` for one implementation; dies loudly on a broken run. */
+/* Run workload `wl` for one implementation; dies loudly on a broken run.
+ * `checked`: for an approximate implementation (max_late), run every call
+ * through the shadow that checks each fire against its window
+ * (workloads.c); its timings are not worth reporting.  Ignored for exact
+ * implementations, which are checked against each other (main.c). */
 void wl_run(const struct config *cfg, const struct bench_impl *impl,
             enum bench_workload wl, uint32_t n, struct wl_data *data,
-            struct wl_out *out);
+            struct wl_out *out, bool checked);
 
-/* --fault IMPL: misreport one fire of IMPL per job (self-test). */
-void wl_set_fault(const char *impl);
+/* --fault IMPL / --fault-early IMPL: misreport one fire of IMPL per job,
+ * late or early (self-test). */
+void wl_set_fault(const char *impl, bool early);
 
 /* The FLOOR workload (no implementation): both metrics. */
 void wl_floor(const struct config *cfg, uint32_t n, struct wl_data *data,

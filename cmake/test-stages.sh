@@ -16,7 +16,7 @@
 #                          gcc), tests labelled "threads"
 #   i386      build-i386/  gcc -m32 (gcc-multilib), RelWithDebInfo, every
 #                          test the build registers: the default stage's
-#                          minus the libuv/libev/libevent adapters and the
+#                          minus the libuv/libev/libevent/liburing adapters and the
 #                          benchmarks, whose peer libraries Debian installs
 #                          for the machine's own architecture only
 #   clang     build-clang/ clang, RelWithDebInfo, every test

@@ -843,6 +843,77 @@ ROTA_API int rota_wheel_drain(struct rota_wheel *wheel,
  */
 ROTA_API int rota_wheel_check(const struct rota_wheel *wheel, const char **why);
 
+/* ------------------------------------------------------------ introspection */
+
+/*
+ * How long until a timer fires, in ticks from the wheel's `now`, stored in
+ * *ticks.  Returns:
+ *   1  the timer is pending on this wheel; *ticks is its deadline minus
+ *      the wheel's `now`, or 0 when it is already due (a deadline at or
+ *      before `now` that the next advance() will fire: armed for `now`, or
+ *      left by a call that stopped at its limit).  A periodic timer counts
+ *      to its next fire; a timer moved by a touch, to its new deadline; a
+ *      timer armed with a window (rota_timer_arm_range_at()), to the deadline
+ *      the wheel picked in it.
+ *   0  the timer is not pending (never armed, fired, cancelled, drained; a
+ *      one-shot inside its own callback); *ticks is 0.
+ *   ROTA_EINVAL (wheel, timer or ticks NULL), ROTA_EUNINIT, or
+ *      ROTA_EOTHERWHEEL (pending on another wheel, whose `now` this wheel
+ *      does not know); *ticks is 0 when ticks is not NULL.
+ * So a timer that is due and one that is not pending both give 0 ticks; the
+ * return value tells them apart.  O(1), changes nothing; may be called
+ * from callbacks and from a rota_wheel_foreach() visitor.  (libuv's
+ * uv_timer_get_due_in(), libev's ev_timer_remaining().)
+ */
+ROTA_API int rota_timer_remaining(const struct rota_wheel *wheel,
+                                  const struct rota_timer *timer,
+                                  uint64_t *ticks);
+
+/* Called by rota_wheel_foreach() once per pending timer: return 0 to go on,
+ * anything else to stop the walk. */
+typedef int rota_visit_fn(struct rota_wheel *wheel, struct rota_timer *timer,
+                          void *arg);
+
+/*
+ * Visit every pending timer once, without removing or moving it: calls
+ * visit(wheel, timer, arg) for each until one returns nonzero.  For
+ * debugging, metrics and shutdown reports ("what is still armed?");
+ * rota_wheel_drain() is the call that removes them.
+ *
+ * Order: none is promised.  (Today timers due at `now` come first, then
+ * the wheel's slots, which is roughly but not exactly deadline order: one
+ * slot of a higher level holds many deadlines, and a touched timer stays
+ * in its old slot until that slot comes due.)
+ *
+ * Cost: O(pending timers + 32): the occupancy bitmaps lead the walk to the
+ * non-empty slots only, so the wheel's 2,048 slots are not each visited.
+ * Nothing is allocated and nothing is filed again.  Every timer is
+ * visited, wherever the wheel holds it: due, armed by a callback during the
+ * current pass, in a slot, or in a slot a limited advance left half
+ * cascaded.
+ *
+ * What the visitor may do: read anything (rota_timer_deadline(),
+ * rota_timer_remaining(), rota_timer_pending(), the object that embeds the
+ * timer, rota_wheel_now(), rota_wheel_count(), rota_wheel_stats(),
+ * rota_wheel_check()), and cancel the timer it is visiting with
+ * rota_timer_cancel() (and then free it).  Nothing else may change this wheel
+ * until the walk returns: no arm, touch, relocate or cancel of another of
+ * its timers, no rota_wheel_next_deadline() or rota_wheel_timeout_ms()
+ * (they may file timers again).  The walk would miss timers, visit some
+ * twice or follow a link into freed memory.  Of these calls, advance(),
+ * advance_max(), expire(), drain() and a nested foreach() on this wheel
+ * return ROTA_EBUSY; arm, touch and cancel are inline and are not
+ * checked (a check would cost every call of every user), so keeping to
+ * this rule is the caller's part.  Other wheels may be used freely.
+ *
+ * May be called from a callback of this wheel.  Returns 0 when every
+ * pending timer was visited, 1 when the visitor stopped the walk, or
+ * ROTA_EINVAL (wheel or visit NULL), ROTA_EBUSY (called from a visitor of
+ * this wheel).  (libevent's event_base_foreach_event().)
+ */
+ROTA_API int rota_wheel_foreach(struct rota_wheel *wheel, rota_visit_fn *visit,
+                                void *arg);
+
 /* ------------------------------------------------------------------- debug */
 
 /*

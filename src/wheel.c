@@ -1409,3 +1409,79 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         *why = NULL;
     return 0;
 }
+
+/* ------------------------------------------------------ introspection */
+
+int rota_timer_remaining(const struct rota_wheel *w, const struct rota_timer *t,
+                         uint64_t *ticks)
+{
+    if (ticks != NULL)
+        *ticks = 0;
+    if (ticks == NULL)
+        return ROTA_EINVAL;
+    int rc = check_timer(w, t);
+    if (rc != 0)
+        return rc;
+    if (t->wheel_id_ == 0)
+        return 0;
+    /* A deadline at or before now is due (clamped on arm; or left by a
+     * limited call, or a deferred timer of the current pass). */
+    *ticks = t->deadline_ > w->now_ ? t->deadline_ - w->now_ : 0;
+    return 1;
+}
+
+/*
+ * in_pass_ is non-zero while a pass runs callbacks; a walk sets a bit of
+ * its own, so that advance(), advance_max(), expire() and drain() - which
+ * already refuse to run inside a pass - refuse inside a visitor too, at no
+ * cost to anyone: no new check on any path but foreach's own.
+ */
+#define IN_FOREACH 0x2u
+
+/* Visit one list's timers.  The next link is read before the visitor
+ * runs, so that it may cancel (unlink) the timer it is given.  Returns the
+ * visitor's nonzero answer, or 0. */
+static int visit_list(struct rota_wheel *w, struct rota_link *head,
+                      rota_visit_fn *visit, void *arg)
+{
+    for (struct rota_link *n = head->next, *next; n != head; n = next) {
+        next = n->next;
+        if (visit(w, timer_of(n), arg) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int walk(struct rota_wheel *w, rota_visit_fn *visit, void *arg)
+{
+    if (visit_list(w, &w->due_, visit, arg) ||
+        visit_list(w, &w->cascade_, visit, arg) ||
+        visit_list(w, &w->deferred_, visit, arg))
+        return 1;
+    /* The occupied slots through the bitmaps.  A word is copied before its
+     * slots are visited: a cancel that empties a slot clears its bit in
+     * the wheel, not in the copy, and changes no other slot. */
+    for (unsigned word = 0; word < SLOT_COUNT / 64; word++) {
+        if (!((w->occupied_words_ >> word) & 1u))
+            continue;
+        for (uint64_t bits = w->occupied_[word]; bits != 0; bits &= bits - 1) {
+            unsigned slot = word * 64 + (unsigned)__builtin_ctzll(bits);
+            if (visit_list(w, &w->slot_[slot], visit, arg))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+int rota_wheel_foreach(struct rota_wheel *w, rota_visit_fn *visit, void *arg)
+{
+    if (w == NULL || visit == NULL)
+        return ROTA_EINVAL;
+    if (w->in_pass_ & IN_FOREACH)
+        return ROTA_EBUSY;
+    uint8_t was = w->in_pass_;
+    w->in_pass_ = (uint8_t)(was | IN_FOREACH);
+    int rc = walk(w, visit, arg);
+    w->in_pass_ = was;
+    return rc;
+}

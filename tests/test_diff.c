@@ -24,7 +24,8 @@
  * First the comparison proves it can fail: each planted fault (a fired timer
  * dropped from the record, two fires swapped, the model asked one tick
  * late so a timer looks early) must be reported at the operation that
- * planted it.
+ * planted it.  So must a walk with rota_wheel_foreach() that hides one
+ * visit, and a rota_timer_remaining() a tick off.
  *
  * Environment: ROTA_SEED repeats a run; ROTA_DIFF_RUN=i runs only run i;
  * ROTA_TRACE=n prints every operation from number n on (stderr).
@@ -239,12 +240,24 @@ TEST(diff_catches_early_fire)
     selftest(DRV_FAULT_EARLY, "model asked with now + 1");
 }
 
+TEST(diff_catches_missed_visit)
+{
+    selftest(DRV_FAULT_WALK, "a timer rota_wheel_foreach() visited hidden");
+}
+
+TEST(diff_catches_wrong_remaining)
+{
+    selftest(DRV_FAULT_REMAINING, "the model's remaining() one tick more");
+}
+
 int main(int argc, char **argv)
 {
     static const struct h_test tests[] = {
         H_TEST(diff_catches_dropped_fire),
         H_TEST(diff_catches_swapped_fires),
         H_TEST(diff_catches_early_fire),
+        H_TEST(diff_catches_missed_visit),
+        H_TEST(diff_catches_wrong_remaining),
         H_TEST(diff_random),
     };
     master_seed = h_seed();

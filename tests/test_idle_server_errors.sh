@@ -72,6 +72,11 @@ check "bad duration exits 2" test $? -eq 2
 check "bad duration is explained" grep -q "is not a duration" "$tmp/out"
 "$server" --timer kqueue >"$tmp/out" 2>&1
 check "bad timer mode exits 2" test $? -eq 2
+"$server" --loop kqueue >"$tmp/out" 2>&1
+check "bad loop exits 2" test $? -eq 2
+check "bad loop is named" grep -q "'kqueue' is not a loop" "$tmp/out"
+"$server" --loop uring --timer timerfd >"$tmp/out" 2>&1
+check "--timer timerfd with --loop uring exits 2" test $? -eq 2
 "$loadgen" --port 9 --host 10.1.2.3 >"$tmp/out" 2>&1
 check "load generator refuses a non-loopback host" test $? -eq 2
 check "... and says why" grep -q "not a loopback address" "$tmp/out"

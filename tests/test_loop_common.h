@@ -72,6 +72,9 @@ struct lt_ops {
     /* Called before each scenario: set what differs between flavours of
      * one loop (timerfd or not, libevent's precise timer).  May be NULL. */
     void (*select)(void);
+    /* Why this loop cannot run here (the kernel refuses io_uring), or NULL;
+     * the scenarios then skip with that reason.  May be NULL. */
+    const char *(*unavailable)(void);
     /* Create the loop and bind the adapter to `wheel`, which lt_init() has
      * initialised at `clock`'s time (the adapter does not). */
     void (*init)(struct rota_wheel *wheel, const struct rota_clock *clock);
@@ -516,17 +519,28 @@ static void lt_scenario_keeps_loop_alive(void)
 
 /* ---------------------------------------------- the scenarios as tests */
 
-/* Select `ops` for the next scenario (and whatever its flavour needs). */
-static void lt_use(const struct lt_ops *ops)
+/* Select `ops` for the next scenario (and whatever its flavour needs).
+ * Returns why the loop cannot run here, or NULL. */
+static const char *lt_use(const struct lt_ops *ops)
 {
+    const char *why = ops->unavailable != NULL ? ops->unavailable() : NULL;
     lt = ops;
-    if (ops->select != NULL)
+    if (why == NULL && ops->select != NULL)
         ops->select();
+    return why;
 }
+
+/* lt_use(), or skip the running test. */
+#define LT_USE(ops)                                                            \
+    do {                                                                       \
+        const char *why_ = lt_use(ops);                                        \
+        if (why_ != NULL)                                                      \
+            SKIP(why_);                                                        \
+    } while (0)
 
 static void lt_sync_is_lazy(const struct lt_ops *ops)
 {
-    lt_use(ops);
+    LT_USE(ops);
     if (!ops->counts_rearms)
         SKIP("this loop recomputes its timeout every turn: nothing to re-arm");
     lt_scenario_sync_rule();
@@ -545,22 +559,22 @@ static void lt_sync_is_lazy(const struct lt_ops *ops)
     }                                                                          \
     TEST(v##_timers_never_early)                                               \
     {                                                                          \
-        lt_use(&(ops));                                                        \
+        LT_USE(&(ops));                                                        \
         lt_scenario_timers();                                                  \
     }                                                                          \
     TEST(v##_earlier_timer_from_io)                                            \
     {                                                                          \
-        lt_use(&(ops));                                                        \
+        LT_USE(&(ops));                                                        \
         lt_scenario_earlier_from_io();                                         \
     }                                                                          \
     TEST(v##_zero_delay_rearm_lets_io_run)                                     \
     {                                                                          \
-        lt_use(&(ops));                                                        \
+        LT_USE(&(ops));                                                        \
         lt_scenario_zero_delay();                                              \
     }                                                                          \
     TEST(v##_idle_kicks_on_loopback)                                           \
     {                                                                          \
-        lt_use(&(ops));                                                        \
+        LT_USE(&(ops));                                                        \
         lt_scenario_idle_kicks();                                              \
     }                                                                          \
     TEST(v##_pending_timers_keep_the_loop_alive)                               \

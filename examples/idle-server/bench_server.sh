@@ -14,6 +14,8 @@
 #   IDLE [10s]           the server's --idle-timeout
 #   TICK [100ms]         the server's --tick
 #   TIMER [epoll]        the server's --timer (epoll or timerfd)
+#   LOOP [epoll]         the server's --loop (epoll or uring; TIMER applies
+#                        to epoll only)
 #   THREADS [2]          server worker threads
 #   RATE []              cap on connects per second (default: as fast as the
 #                        server accepts; the silent connections are then
@@ -43,6 +45,13 @@ interval=${INTERVAL:-100ms}
 idle=${IDLE:-10s}
 tick=${TICK:-100ms}
 timer=${TIMER:-epoll}
+loop=${LOOP:-epoll}
+if [ "$loop" = uring ]; then
+    loop_args="--loop uring"
+    timer=uring
+else
+    loop_args="--timer $timer"
+fi
 threads=${THREADS:-2}
 rate=${RATE:-}
 
@@ -64,7 +73,7 @@ srv_s=$(awk -v s="$run_s" -v n="$conns" -v r="${rate:-0}" \
     'BEGIN { printf "%d", s + 40 + (r > 0 ? n / r : 0) }')
 
 "$server" --port 0 --port-file "$tmp/port" --threads "$threads" \
-    --idle-timeout "$idle" --tick "$tick" --timer "$timer" \
+    --idle-timeout "$idle" --tick "$tick" $loop_args \
     --duration "${srv_s}s" >"$tmp/server.log" 2>&1 &
 spid=$!
 for _ in $(seq 100); do

@@ -25,7 +25,8 @@
  *                      timers);
  *     --timer timerfd  one timerfd per worker.
  *   Either is re-armed only after it fires or when a new connection's timer
- *   is the earliest.  Touches never re-arm anything and never even ask the
+ *   is the earliest.  (--loop uring runs the same server on an io_uring per
+ *   worker instead, with one ring timeout per wheel: idle_uring.c.)  Touches never re-arm anything and never even ask the
  *   wheel for its next deadline (tests/test_idle_server_syscalls.sh proves
  *   the first with strace).
  *
@@ -68,63 +69,14 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "server.h"
 
-#define MAX_THREADS 64
-#define ACCEPT_BATCH 64  /* accepts per listener event: fairness */
-#define FIRE_BUDGET 1024 /* kicks per loop turn before polling again */
-#define CONNS_PER_CHUNK 1024
-#define PAUSE_NS 100000000u /* listener pause when out of descriptors */
+#define ACCEPT_BATCH 64 /* accepts per listener event: fairness */
 #define READ_BUF 65536
-#define LATE_BUCKETS 4096 /* kick lateness histogram: 1 ms buckets */
 
-/* ----------------------------------------------------------- configuration */
-
-struct config {
-    struct sockaddr_in addr;
-    int threads;
-    uint64_t idle_ns;
-    uint64_t tick_ns;
-    bool use_timerfd;
-    long max_conns;
-    uint64_t duration_ns; /* 0: until a signal */
-    const char *port_file;
-    bool quiet;
-};
-
-static struct config cfg;
-static atomic_bool stopping;
-static atomic_long open_total; /* for --max-conns */
-
-/* ------------------------------------------------------------- statistics */
-
-/* Counters a worker keeps in plain memory and publishes once per loop turn.
- * Field order is the X-list's. */
-#define COUNTERS(X)                                                            \
-    X(open)          /* connections open now */                                \
-    X(accepted)      /* connections accepted and served */                     \
-    X(kicked)        /* closed for being idle */                               \
-    X(peer_closed)   /* closed by the peer (EOF or reset) */                   \
-    X(reads)         /* reads that returned data (each one a touch) */         \
-    X(bytes)         /* bytes echoed */                                        \
-    X(timer_ops)     /* arm + touch + cancel + fire on the wheel */            \
-    X(refused_fd)    /* refused: out of descriptors (EMFILE/ENFILE) */         \
-    X(refused_limit) /* refused: --max-conns reached */                        \
-    X(refused_mem)   /* refused: out of memory */                              \
-    X(paused)        /* listener pauses for lack of descriptors */             \
-    X(settime)       /* timerfd_settime() calls */                             \
-    X(epoll_ctls)    /* epoll_ctl() calls */
-
-struct counters {
-#define FIELD(name) uint64_t name;
-    COUNTERS(FIELD)
-#undef FIELD
-};
-
-struct published {
-#define FIELD(name) _Atomic uint64_t name;
-    COUNTERS(FIELD)
-#undef FIELD
-};
+struct config cfg;
+atomic_bool stopping;
+atomic_long open_total; /* for --max-conns */
 
 /* ------------------------------------------------------------ connections */
 
@@ -166,19 +118,18 @@ struct worker {
     int reserve_fd;    /* spare descriptor for EMFILE */
     bool listening;    /* listener is in the epoll set */
     bool warned_timer; /* said once that the timerfd could not be armed */
-    pthread_t thread;
     struct conn listen_tag, wake_tag, tfd_tag;
     struct conn *free_list;
     struct chunk *chunks;
-    struct counters c;
-    /* How long after its deadline each kick ran, read after the join. */
-    uint32_t late_ms[LATE_BUCKETS];
-    uint64_t late_max_ns;
-    _Alignas(64) struct published pub;
+    struct wstats st;
     char buf[READ_BUF];
 };
 
-static struct worker *workers[MAX_THREADS];
+/* The workers of either loop, as main() sees them. */
+static void *workers[MAX_THREADS];
+static struct wstats *stats_of[MAX_THREADS];
+static int wake_fd_of[MAX_THREADS];
+static pthread_t thread_of[MAX_THREADS];
 
 static struct worker *worker_of(struct rota_wheel *wheel)
 {
@@ -189,7 +140,7 @@ static struct worker *worker_of(struct rota_wheel *wheel)
  * checks that touches cause none. */
 static int ctl(struct worker *w, int op, int fd, struct epoll_event *ev)
 {
-    w->c.epoll_ctls++;
+    w->st.c.epoll_ctls++;
     return epoll_ctl(w->ep, op, fd, ev);
 }
 
@@ -220,19 +171,19 @@ static void conn_close(struct worker *w, struct conn *c)
 {
     /* A no-op when the timer has just fired (its callback closes). */
     if (rota_timer_cancel(&w->wheel, &c->idle) == 1)
-        w->c.timer_ops++;
+        w->st.c.timer_ops++;
     close(c->fd); /* also leaves the epoll set: the fd is never dup'ed */
     free(c->u.out);
     c->fd = -1;
     c->u.next_free = w->free_list;
     w->free_list = c;
-    w->c.open--;
-    atomic_fetch_sub_explicit(&open_total, 1, memory_order_relaxed);
+    w->st.c.open--;
+    conn_leave();
     /* A listener paused for lack of descriptors resumes as soon as one is
      * free, not when the pause runs out: clients wait in the backlog for
      * no reason meanwhile. */
     if (rota_timer_cancel(&w->wheel, &w->resume) == 1) {
-        w->c.timer_ops++;
+        w->st.c.timer_ops++;
         resume_listening(w);
     }
 }
@@ -249,13 +200,8 @@ static void on_idle(struct rota_wheel *wheel, struct rota_timer *timer,
      * up to a tick, so this is the loop's lateness, not the tick's. */
     uint64_t due_ns = rota_clock_ns(&w->clock, rota_timer_deadline(timer));
     uint64_t now_ns = rota_clock_now_ns(&w->clock);
-    uint64_t late_ns = now_ns > due_ns ? now_ns - due_ns : 0;
-    uint64_t bucket = late_ns / 1000000u;
-    w->late_ms[bucket < LATE_BUCKETS ? bucket : LATE_BUCKETS - 1]++;
-    if (late_ns > w->late_max_ns)
-        w->late_max_ns = late_ns;
-    w->c.kicked++;
-    w->c.timer_ops++;
+    wstats_kick(&w->st, due_ns, now_ns);
+    w->st.c.timer_ops++;
     conn_close(w, c);
 }
 
@@ -292,27 +238,27 @@ static void on_readable(struct worker *w, struct conn *c)
         uint64_t deadline = rota_clock_deadline_after(&w->clock, cfg.idle_ns);
         if (rota_timer_touch_at(&w->wheel, &c->idle, deadline) != 0)
             rota_timer_arm_at(&w->wheel, &c->idle, deadline);
-        w->c.reads++;
-        w->c.timer_ops++;
-        w->c.bytes += (uint64_t)n;
+        w->st.c.reads++;
+        w->st.c.timer_ops++;
+        w->st.c.bytes += (uint64_t)n;
         ssize_t sent = send(c->fd, w->buf, (size_t)n, MSG_NOSIGNAL);
         if (sent == n)
             return;
         if (sent < 0 && errno != EAGAIN && errno != EINTR) {
-            w->c.peer_closed++;
+            w->st.c.peer_closed++;
             conn_close(w, c);
             return;
         }
         size_t done = sent < 0 ? 0 : (size_t)sent;
         if (!queue_rest(w, c, w->buf + done, (size_t)n - done)) {
-            w->c.refused_mem++;
+            w->st.c.refused_mem++;
             conn_close(w, c);
         }
         return;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
-    w->c.peer_closed++; /* EOF, or an error such as ECONNRESET */
+    w->st.c.peer_closed++; /* EOF, or an error such as ECONNRESET */
     conn_close(w, c);
 }
 
@@ -324,7 +270,7 @@ static void on_writable(struct worker *w, struct conn *c)
     if (sent < 0) {
         if (errno == EAGAIN || errno == EINTR)
             return;
-        w->c.peer_closed++;
+        w->st.c.peer_closed++;
         conn_close(w, c);
         return;
     }
@@ -362,7 +308,7 @@ static void on_resume(struct rota_wheel *wheel, struct rota_timer *timer,
 
     (void)timer;
     (void)late;
-    w->c.timer_ops++;
+    w->st.c.timer_ops++;
     resume_listening(w);
 }
 
@@ -379,7 +325,7 @@ static bool refuse_one(struct worker *w)
         int err = errno;
         if (fd >= 0) {
             close(fd);
-            w->c.refused_fd++;
+            w->st.c.refused_fd++;
         }
         w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (w->reserve_fd >= 0)
@@ -390,10 +336,10 @@ static bool refuse_one(struct worker *w)
     /* Another thread took the freed slot: stop watching the listener for a
      * moment instead of spinning on it. */
     listener_watch(w, false);
-    w->c.paused++;
+    w->st.c.paused++;
     rota_timer_arm_at(&w->wheel, &w->resume,
                       rota_clock_deadline_after(&w->clock, PAUSE_NS));
-    w->c.timer_ops++;
+    w->st.c.timer_ops++;
     return false;
 }
 
@@ -409,7 +355,7 @@ static void on_acceptable(struct worker *w)
                 return;
             }
             if (errno == ENOBUFS || errno == ENOMEM) {
-                w->c.refused_mem++;
+                w->st.c.refused_mem++;
                 return;
             }
             if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO ||
@@ -417,18 +363,14 @@ static void on_acceptable(struct worker *w)
                 continue;
             return; /* EAGAIN: the backlog is empty */
         }
-        long open_now =
-            atomic_fetch_add_explicit(&open_total, 1, memory_order_relaxed);
-        if (open_now >= cfg.max_conns) {
-            atomic_fetch_sub_explicit(&open_total, 1, memory_order_relaxed);
-            w->c.refused_limit++;
+        if (!conn_admit(&w->st)) {
             close(fd);
             continue;
         }
         struct conn *c = conn_alloc(w);
         if (c == NULL) {
-            atomic_fetch_sub_explicit(&open_total, 1, memory_order_relaxed);
-            w->c.refused_mem++;
+            conn_leave();
+            w->st.c.refused_mem++;
             close(fd);
             continue;
         }
@@ -438,15 +380,15 @@ static void on_acceptable(struct worker *w)
         rota_timer_init(&c->idle, on_idle);
         rota_timer_arm_at(&w->wheel, &c->idle,
                           rota_clock_deadline_after(&w->clock, cfg.idle_ns));
-        w->c.timer_ops++;
+        w->st.c.timer_ops++;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
-        w->c.open++;
+        w->st.c.open++;
         if (ctl(w, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            w->c.refused_mem++;
+            w->st.c.refused_mem++;
             conn_close(w, c);
             continue;
         }
-        w->c.accepted++;
+        w->st.c.accepted++;
     }
 }
 
@@ -455,11 +397,8 @@ static void on_acceptable(struct worker *w)
 static void publish(struct worker *w)
 {
     if (cfg.use_timerfd)
-        w->c.settime = rota_epoll_rearms(&w->et);
-#define STORE(name)                                                            \
-    atomic_store_explicit(&w->pub.name, w->c.name, memory_order_relaxed);
-    COUNTERS(STORE)
-#undef STORE
+        w->st.c.settime = rota_epoll_rearms(&w->et);
+    wstats_publish(&w->st);
 }
 
 static void close_at_exit(struct rota_timer *timer, void *arg)
@@ -592,7 +531,7 @@ static int open_listener(void)
     return s;
 }
 
-static void die_sys(const char *what)
+void die_sys(const char *what)
 {
     fprintf(stderr, "idle-server: %s: %s\n", what, strerror(errno));
     exit(1);
@@ -654,13 +593,51 @@ static void worker_free(struct worker *w)
 
 /* ------------------------------------------------------------------- main */
 
+/* A worker of the loop --loop chose, on `listen_fd`. */
+static void start_worker(int i, int listen_fd)
+{
+#ifdef IDLE_HAVE_URING
+    if (cfg.loop == LOOP_URING) {
+        struct uworker *u = uworker_new(i, listen_fd);
+        workers[i] = u;
+        stats_of[i] = uworker_stats(u);
+        wake_fd_of[i] = uworker_wake_fd(u);
+        return;
+    }
+#endif
+    struct worker *w = worker_new(i, listen_fd);
+    workers[i] = w;
+    stats_of[i] = &w->st;
+    wake_fd_of[i] = w->wake_fd;
+}
+
+static void stop_worker(int i)
+{
+#ifdef IDLE_HAVE_URING
+    if (cfg.loop == LOOP_URING) {
+        uworker_free(workers[i]);
+        return;
+    }
+#endif
+    worker_free(workers[i]);
+}
+
+static void *run_uworker(void *arg)
+{
+#ifdef IDLE_HAVE_URING
+    return uworker_main(arg);
+#else
+    return arg; /* not reached: --loop uring is refused at parse time */
+#endif
+}
+
 static void sum_counters(struct counters *out)
 {
     memset(out, 0, sizeof *out);
     for (int i = 0; i < cfg.threads; i++) {
 #define ADD(name)                                                              \
     out->name +=                                                               \
-        atomic_load_explicit(&workers[i]->pub.name, memory_order_relaxed);
+        atomic_load_explicit(&stats_of[i]->pub.name, memory_order_relaxed);
         COUNTERS(ADD)
 #undef ADD
     }
@@ -689,11 +666,11 @@ static void print_kick_lateness(void)
     static uint64_t hist[LATE_BUCKETS];
     for (int i = 0; i < cfg.threads; i++) {
         for (int b = 0; b < LATE_BUCKETS; b++) {
-            hist[b] += workers[i]->late_ms[b];
-            total += workers[i]->late_ms[b];
+            hist[b] += stats_of[i]->late_ms[b];
+            total += stats_of[i]->late_ms[b];
         }
-        if (workers[i]->late_max_ns > max_ns)
-            max_ns = workers[i]->late_max_ns;
+        if (stats_of[i]->late_max_ns > max_ns)
+            max_ns = stats_of[i]->late_max_ns;
     }
     if (total == 0)
         return;
@@ -789,6 +766,9 @@ static void usage(FILE *to)
             "  --tick T            timer granularity (default 100ms)\n"
             "  --timer MODE        epoll: the epoll_wait timeout (default);\n"
             "                      timerfd: one timerfd per worker\n"
+            "  --loop LOOP         epoll (default), or uring: accepts, reads\n"
+            "                      and echoes through an io_uring per worker,\n"
+            "                      its wheel on one ring timeout\n"
             "  --max-conns N       refuse connections beyond N (default: the"
             " descriptor limit)\n"
             "  --duration T        stop by itself after T (default: run until"
@@ -837,6 +817,19 @@ static void parse_args(int argc, char **argv)
                 cfg.use_timerfd = true;
             else if (strcmp(m, "epoll") != 0)
                 cli_die("--timer: '%s' is not a mode (epoll or timerfd)", m);
+        } else if (strcmp(a, "--loop") == 0) {
+            const char *m = cli_value(argc, argv, &i);
+            if (strcmp(m, "uring") == 0) {
+#ifndef IDLE_HAVE_URING
+                cli_die("--loop uring: this idle-server was built without "
+                        "liburing");
+#endif
+                cfg.loop = LOOP_URING;
+            } else if (strcmp(m, "epoll") == 0) {
+                cfg.loop = LOOP_EPOLL;
+            } else {
+                cli_die("--loop: '%s' is not a loop (epoll or uring)", m);
+            }
         } else if (strcmp(a, "--max-conns") == 0) {
             cfg.max_conns = cli_long(a, cli_value(argc, argv, &i), 1, 1L << 30);
         } else if (strcmp(a, "--duration") == 0) {
@@ -853,6 +846,9 @@ static void parse_args(int argc, char **argv)
     }
     if (cfg.idle_ns == 0)
         cli_die("--idle-timeout: must be more than 0");
+    if (cfg.loop == LOOP_URING && cfg.use_timerfd)
+        cli_die("--timer timerfd: only with --loop epoll (the ring has its "
+                "own timeout)");
     cfg.addr.sin_family = AF_INET;
     cfg.addr.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, bind_addr, &cfg.addr.sin_addr) != 1)
@@ -899,7 +895,7 @@ int main(int argc, char **argv)
 
     check_port_free();
     for (int i = 0; i < cfg.threads; i++)
-        workers[i] = worker_new(i, open_listener());
+        start_worker(i, open_listener());
     write_port_file();
 
     char a[INET_ADDRSTRLEN];
@@ -911,12 +907,16 @@ int main(int argc, char **argv)
            a, ntohs(cfg.addr.sin_port), cfg.threads,
            cli_fmt_duration(cfg.idle_ns, idle, sizeof idle),
            cli_fmt_duration(cfg.tick_ns, tick, sizeof tick),
-           cfg.use_timerfd ? "timerfd" : "epoll", cfg.max_conns, nofile);
+           cfg.loop == LOOP_URING ? "uring"
+           : cfg.use_timerfd      ? "timerfd"
+                                  : "epoll",
+           cfg.max_conns, nofile);
     fflush(stdout);
 
     for (int i = 0; i < cfg.threads; i++) {
-        int rc =
-            pthread_create(&workers[i]->thread, NULL, worker_main, workers[i]);
+        int rc = pthread_create(
+            &thread_of[i], NULL,
+            cfg.loop == LOOP_URING ? run_uworker : worker_main, workers[i]);
         if (rc != 0) {
             errno = rc;
             die_sys("pthread_create");
@@ -955,12 +955,12 @@ int main(int argc, char **argv)
     atomic_store(&stopping, true);
     for (int i = 0; i < cfg.threads; i++) {
         uint64_t one = 1;
-        if (write(workers[i]->wake_fd, &one, sizeof one) < 0)
+        if (write(wake_fd_of[i], &one, sizeof one) < 0)
             fprintf(stderr, "idle-server: waking worker %d: %s\n", i,
                     strerror(errno));
     }
     for (int i = 0; i < cfg.threads; i++)
-        pthread_join(workers[i]->thread, NULL);
+        pthread_join(thread_of[i], NULL);
 
     sum_counters(&now);
     log_refusals(&now, &prev);
@@ -968,8 +968,8 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru);
     printf("idle-server: stopped (%s) after %.1fs: accepted=%llu kicked=%llu "
            "peer-closed=%llu reads=%llu timer-ops=%llu refused-fd=%llu "
-           "refused-limit=%llu timerfd-settime=%llu epoll-ctl=%llu cpu=%.3fs "
-           "maxrss=%ldKiB\n",
+           "refused-limit=%llu timerfd-settime=%llu epoll-ctl=%llu "
+           "timer-sqes=%llu cpu=%.3fs maxrss=%ldKiB\n",
            signo == SIGINT    ? "SIGINT"
            : signo == SIGTERM ? "SIGTERM"
                               : "duration reached",
@@ -979,10 +979,10 @@ int main(int argc, char **argv)
            (unsigned long long)now.refused_fd,
            (unsigned long long)now.refused_limit,
            (unsigned long long)now.settime, (unsigned long long)now.epoll_ctls,
-           cpu_seconds(), ru.ru_maxrss);
+           (unsigned long long)now.timer_sqes, cpu_seconds(), ru.ru_maxrss);
     print_kick_lateness();
     for (int i = 0; i < cfg.threads; i++)
-        worker_free(workers[i]);
+        stop_worker(i);
     if (cfg.port_file != NULL)
         unlink(cfg.port_file);
     return 0;

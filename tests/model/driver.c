@@ -15,6 +15,7 @@
 #include "driver.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ enum act_kind {
     A_CANCEL_FREE,
     A_NEXT,
     A_COUNT,
+    A_WALK, /* rota_wheel_foreach() + remaining(): result is walk_sum() */
 };
 
 struct act {
@@ -83,6 +85,7 @@ struct drv {
     size_t ids_cap;
     uint32_t *drained;
     size_t ndrained, drained_cap;
+    unsigned char *seen; /* visits per timer in a walk (pool entries) */
 
     bool failed;
     bool replay_failed;
@@ -541,6 +544,98 @@ static void check_timer(struct drv *d, uint32_t id)
              rota_timer_deadline(t), e->deadline);
 }
 
+/* One visited timer's share of a walk's sum: order-independent, and a
+ * timer missed, visited twice or with the wrong remaining() changes it. */
+static uint64_t walk_term(uint32_t id, uint64_t remaining)
+{
+    uint64_t x = ((uint64_t)id << 40) ^ remaining ^ 0x2545f4914f6cdd1du;
+    x *= 0x9e3779b97f4a7c15u;
+    return x ^ (x >> 31);
+}
+
+struct walk {
+    struct drv *d;
+    uint64_t sum;
+    size_t visits;
+    bool bad; /* a visited timer was not pending, or remaining() failed */
+};
+
+static int on_visit(struct rota_wheel *w, struct rota_timer *t, void *arg)
+{
+    struct walk *k = arg;
+    struct node *n = rota_container_of(t, struct node, timer);
+    uint64_t ticks = 0;
+
+    if (n->id < k->d->cfg.pool && k->d->seen[n->id] < UCHAR_MAX)
+        k->d->seen[n->id]++;
+    if (rota_timer_remaining(w, t, &ticks) != 1 || !rota_timer_pending(t))
+        k->bad = true;
+    k->sum += walk_term(n->id, ticks);
+    k->visits++;
+    return 0;
+}
+
+/* The model's answer to a walk (struct walk.sum). */
+static uint64_t model_walk_sum(const struct model *m)
+{
+    uint64_t sum = 0, ticks;
+    for (uint32_t id = 0; id < m->n; id++)
+        if (model_remaining(m, id, &ticks) == 1)
+            sum += walk_term(id, ticks);
+    return sum;
+}
+
+/* rota_wheel_foreach() visits each pending timer once and no other, and
+ * rota_timer_remaining() agrees with the model for every timer. */
+static void check_walk(struct drv *d)
+{
+    struct walk k = {d, 0, 0, false};
+    uint64_t got, exp;
+    int rc, mrc;
+
+    memset(d->seen, 0, d->cfg.pool);
+    rc = rota_wheel_foreach(d->w, on_visit, &k);
+    if (rc != 0)
+        fail(d, "rota_wheel_foreach() returned %d", rc);
+    if (k.bad)
+        fail(d, "rota_wheel_foreach() visited a timer that is not pending, "
+                "or remaining() refused it");
+    if (d->cfg.fault == DRV_FAULT_WALK && k.visits > 0) {
+        for (uint32_t id = 0; id < d->cfg.pool; id++)
+            if (d->seen[id] != 0) {
+                d->seen[id] = 0; /* hide one visit */
+                break;
+            }
+        d->cfg.fault = DRV_FAULT_NONE;
+    }
+    for (uint32_t id = 0; id < d->cfg.pool; id++) {
+        unsigned want = d->m.t[id].pending ? 1 : 0;
+        if (d->seen[id] != want) {
+            fail(d,
+                 "rota_wheel_foreach() visited timer %u %u times, model "
+                 "says it is %spending",
+                 id, d->seen[id], want ? "" : "not ");
+            break;
+        }
+    }
+    for (uint32_t id = 0; id < d->cfg.pool; id++) {
+        got = 12345;
+        rc = rota_timer_remaining(d->w, T(d, id), &got);
+        mrc = model_remaining(&d->m, id, &exp);
+        if (d->cfg.fault == DRV_FAULT_REMAINING && mrc == 1) {
+            exp++;
+            d->cfg.fault = DRV_FAULT_NONE;
+        }
+        if (rc != mrc || got != exp) {
+            fail(d,
+                 "rota_timer_remaining(t%u) is %d / %" PRIu64
+                 ", model says %d / %" PRIu64,
+                 id, rc, got, mrc, exp);
+            break;
+        }
+    }
+}
+
 static void check_state(struct drv *d, bool full, bool wheel)
 {
     const char *why = NULL;
@@ -554,9 +649,11 @@ static void check_state(struct drv *d, bool full, bool wheel)
         fail(d, "rota_wheel_count() is %zu, model says %zu",
              rota_wheel_count(d->w), d->m.pending);
     check_stats(d);
-    if (full)
+    if (full) {
         for (uint32_t id = 0; id < d->cfg.pool; id++)
             check_timer(d, id);
+        check_walk(d);
+    }
 }
 
 /* ---------------------------------------------------------- callbacks */
@@ -661,6 +758,20 @@ static void cb_action(struct drv *d, struct node *self)
             fail(d, "rota_wheel_check in a callback: %s", why ? why : "?");
         if (rota_wheel_now(w) != now)
             fail(d, "a refused call moved the wheel's time");
+        /* A walk mid-pass: the rest of the due list, timers armed by
+         * callbacks (deferred), a half-done cascade, the slots. */
+        d->acts = grow(d->acts, &d->acts_cap, d->nacts + 1, sizeof *d->acts);
+        d->acts[d->nacts++] = a;
+        d->actions++;
+        struct walk k = {d, 0, 0, false};
+        memset(d->seen, 0, d->cfg.pool);
+        a.kind = A_WALK;
+        a.rc = rota_wheel_foreach(w, on_visit, &k);
+        a.result = k.sum;
+        a.a = k.visits;
+        if (k.bad)
+            fail(d, "rota_wheel_foreach() in a callback visited a timer "
+                    "that is not pending");
         break;
     }
     }
@@ -670,8 +781,8 @@ static void cb_action(struct drv *d, struct node *self)
     if (tracing(d)) {
         /* In enum act_kind order. */
         static const char *const names[] = {
-            "arm",    "arm_in",      "arm_periodic",  "touch",
-            "cancel", "cancel+free", "next_deadline", "count"};
+            "arm",         "arm_in",        "arm_periodic", "touch", "cancel",
+            "cancel+free", "next_deadline", "count",        "walk"};
         trace(d,
               "    in callback: %s(t%u, %" PRIu64 ", %" PRIu64
               ", %d) -> %" PRId64 " / %" PRIu64 "\n",
@@ -777,6 +888,9 @@ static void replay(struct model *m, size_t k, const struct model_fire *f,
             break;
         case A_COUNT:
             result = m->pending;
+            break;
+        case A_WALK:
+            result = model_walk_sum(m);
             break;
         }
         bool early_ok = a->kind == A_NEXT && a->may_be_early && rc == a->rc &&
@@ -1316,7 +1430,8 @@ struct drv *drv_new(const struct drv_config *cfg, struct drv_src src)
     d->fault_op = cfg->fault != DRV_FAULT_NONE ? UINT64_MAX - 1 : UINT64_MAX;
     d->w = malloc(sizeof *d->w);
     d->nodes = calloc(d->cfg.pool, sizeof *d->nodes);
-    if (d->w == NULL || d->nodes == NULL ||
+    d->seen = calloc(d->cfg.pool, 1);
+    if (d->w == NULL || d->nodes == NULL || d->seen == NULL ||
         model_init(&d->m, d->cfg.pool, cfg->start) != 0) {
         fprintf(stderr, "driver: out of memory\n");
         abort();
@@ -1355,6 +1470,7 @@ int drv_finish(struct drv *d)
     for (uint32_t id = 0; id < d->cfg.pool; id++)
         free(d->nodes[id]);
     free(d->nodes);
+    free(d->seen);
     free(d->w);
     model_destroy(&d->m);
     free(d->got);

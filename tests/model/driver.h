@@ -8,10 +8,14 @@
  * Each drv_step() draws one operation: arm, arm_in, re-arm, touch later or
  * earlier, cancel, arm_periodic (every policy), advance, advance_max with a
  * small budget, expire with a small cap, next_deadline, count, timeout_ms,
- * drain, and calls that must fail with ROTA_EINVAL.  Callbacks draw actions
+ * drain, and calls that must fail with ROTA_EINVAL.  Every full comparison
+ * of the timers' state also walks the wheel with rota_wheel_foreach()
+ * (each pending timer visited once, no other) and asks every timer's
+ * rota_timer_remaining().  Callbacks draw actions
  * of their own (arm, touch, cancel, cancel-and-free other timers, re-arm
  * themselves with delay 0, free themselves, query the wheel, and check that
- * re-entering it gives ROTA_EBUSY); they are recorded and replayed into
+ * re-entering it gives ROTA_EBUSY, walk it with rota_wheel_foreach() and
+ * rota_timer_remaining() mid-pass); they are recorded and replayed into
  * the model at the same point of its pass.  After each call the fired
  * sequences are compared (model_compare()), then return values, counters,
  * the wheel's time, every timer's state and rota_wheel_check().
@@ -37,9 +41,11 @@ struct drv_src {
 
 enum drv_fault {
     DRV_FAULT_NONE = 0,
-    DRV_FAULT_DROP,  /* forget the last timer the wheel fired in a call */
-    DRV_FAULT_SWAP,  /* swap two fires with different deadlines */
-    DRV_FAULT_EARLY, /* ask the model with now + 1: a timer a tick early */
+    DRV_FAULT_DROP,      /* forget the last timer the wheel fired in a call */
+    DRV_FAULT_SWAP,      /* swap two fires with different deadlines */
+    DRV_FAULT_EARLY,     /* ask the model with now + 1: a timer a tick early */
+    DRV_FAULT_WALK,      /* hide one timer rota_wheel_foreach() visited */
+    DRV_FAULT_REMAINING, /* the model's remaining() of one timer + 1 */
 };
 
 struct drv_config {

@@ -186,6 +186,17 @@ static bool eligible(const struct model *m, const struct model_timer *t)
     return t->pending && !t->deferred && t->deadline <= m->now;
 }
 
+int model_remaining(const struct model *m, uint32_t id, uint64_t *ticks)
+{
+    const struct model_timer *t = &m->t[id];
+    *ticks = 0;
+    if (!t->pending)
+        return 0;
+    if (t->deadline > m->now)
+        *ticks = t->deadline - m->now;
+    return 1;
+}
+
 bool model_due(const struct model *m)
 {
     for (size_t i = 0; i < m->n; i++)

@@ -95,6 +95,9 @@ int model_touch_range(struct model *m, uint32_t id, uint64_t earliest,
                       uint64_t latest);
 
 uint64_t model_next_deadline(const struct model *m);
+/* As rota_timer_remaining(): 1 and deadline - now (0 when due) for a
+ * pending timer, 0 and 0 ticks otherwise. */
+int model_remaining(const struct model *m, uint32_t id, uint64_t *ticks);
 /* As rota_wheel_timeout_ms(): 0 or ROTA_EINVAL, the timeout in *timeout_ms
  * (0 on an error). */
 int model_timeout_ms(const struct model *m, uint64_t now, uint64_t tick_ns,
