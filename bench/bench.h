@@ -93,12 +93,15 @@ _Noreturn void bench_die(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 
 /* The fake clock the real peers read (fakeclock.c).  While enabled,
- * clock_gettime() returns the simulated tick `ms` for every clock id and
- * epoll_wait()/epoll_pwait() with a zero timeout return 0 at once. */
+ * clock_gettime() returns the simulated tick `ms` for every clock id,
+ * epoll_wait()/epoll_pwait() with a zero timeout return 0 at once, and
+ * timerfd_settime() succeeds at once (sd-event's timerfd); _elided() and
+ * _settime_elided() count those two. */
 void bench_fakeclock_enable(bool on);
 void bench_fakeclock_set(uint64_t ms);
 uint64_t bench_fakeclock_now(void);
 uint64_t bench_fakeclock_elided(void);
+uint64_t bench_fakeclock_settime_elided(void);
 
 /* Wall time for measurements: the real CLOCK_MONOTONIC, never faked. */
 double bench_wall(void);
@@ -116,6 +119,9 @@ extern const struct bench_impl impl_libev;
 #endif
 #ifdef BENCH_HAVE_LIBEVENT
 extern const struct bench_impl impl_libevent, impl_libevent_common;
+#endif
+#ifdef BENCH_HAVE_SDEVENT
+extern const struct bench_impl impl_sdevent;
 #endif
 
 #endif /* ROTA_BENCH_H */

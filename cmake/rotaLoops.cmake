@@ -7,6 +7,7 @@
 #                                      ships no pkg-config file)
 #   rota_loop::event   libevent_core   (pkg-config libevent_core)
 #   rota_loop::uring   liburing        (pkg-config liburing; Linux only)
+#   rota_loop::sdevent libsystemd      (pkg-config libsystemd: sd-event)
 #
 # rota's own build includes this file to decide which adapters it can build,
 # and the installed rotaConfig.cmake includes its installed copy to give the
@@ -14,7 +15,7 @@
 # consumer's project: the exported targets name rota_loop::<loop>, never a
 # path from the machine rota was built on.
 #
-#   rota_find_loop(<uv|ev|event|uring> <result-variable>)
+#   rota_find_loop(<uv|ev|event|uring|sdevent> <result-variable>)
 # defines rota_loop::<loop> if it can and sets the variable to TRUE or FALSE.
 
 function(rota_find_loop loop result)
@@ -23,7 +24,8 @@ function(rota_find_loop loop result)
     return()
   endif()
   set(${result} FALSE PARENT_SCOPE)
-  if(loop STREQUAL "uv" OR loop STREQUAL "event" OR loop STREQUAL "uring")
+  if(loop STREQUAL "uv" OR loop STREQUAL "event" OR loop STREQUAL "uring" OR
+     loop STREQUAL "sdevent")
     if(loop STREQUAL "uv")
       set(_module libuv)
     elseif(loop STREQUAL "uring")
@@ -31,6 +33,8 @@ function(rota_find_loop loop result)
         return()
       endif()
       set(_module liburing)
+    elseif(loop STREQUAL "sdevent")
+      set(_module libsystemd)
     else()
       set(_module libevent_core)
     endif()
@@ -56,7 +60,7 @@ function(rota_find_loop loop result)
       IMPORTED_LOCATION "${ROTA_LIBEV_LIBRARY}"
       INTERFACE_INCLUDE_DIRECTORIES "${ROTA_LIBEV_INCLUDE_DIR}")
   else()
-    message(FATAL_ERROR "rota_find_loop: no loop '${loop}' (uv, ev, event or uring)")
+    message(FATAL_ERROR "rota_find_loop: no loop '${loop}' (uv, ev, event, uring or sdevent)")
   endif()
   set(${result} TRUE PARENT_SCOPE)
 endfunction()

@@ -282,8 +282,8 @@ if want i386; then
     if ! can_link gcc -m32; then
         missing_tool i386 "gcc cannot link -m32 programs (install gcc-multilib)"
     # pkg-config looks only where 32-bit .pc files live, so the 64-bit
-    # libuv and libevent are not picked up (and libev's library is not
-    # found in the 32-bit search path): the adapters are not built.
+    # libuv, libevent and libsystemd are not picked up (and libev's library
+    # is not found in the 32-bit search path): the adapters are not built.
     elif PKG_CONFIG_LIBDIR=/usr/lib/i386-linux-gnu/pkgconfig \
         configure_and_build build-i386 -DCMAKE_C_COMPILER=gcc \
         -DCMAKE_C_FLAGS=-m32 -DCMAKE_BUILD_TYPE=RelWithDebInfo \

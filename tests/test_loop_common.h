@@ -2,10 +2,10 @@
 /*
  * test_loop_common.h - the real-loop scenarios every event-loop adapter
  * test runs (test_loop_epoll.c, test_loop_uv.c, test_loop_ev.c,
- * test_loop_event.c).  Each test file fills a struct lt_ops with its loop's
- * glue, defines the scenarios as named tests with LT_TESTS() (filterable
- * like every harness.h test: `test_loop_uv idle_kicks`) and calls
- * lt_main().
+ * test_loop_event.c, test_loop_sdevent.c).  Each test file fills a struct
+ * lt_ops with its loop's glue, defines the scenarios as named tests with
+ * LT_TESTS() (filterable like every harness.h test: `test_loop_uv
+ * idle_kicks`) and calls lt_main().
  *
  * These tests run real loops with short real timers on loopback.  They check
  * the integration, not the wheel (the core's tests do that on a fake

@@ -18,7 +18,7 @@
 # INSTRUMENTED, when given, names the sanitizer/fuzzer option of the build:
 # such libraries need their runtime linked into every consumer, so the test
 # exits 77, which CTest reports as skipped.  ROTA_ADAPTERS in the
-# environment lists the adapter components built ("uv ev event uring");
+# environment lists the adapter components built ("uv ev event uring sdevent");
 # ROTA_CONSUMER_CFLAGS (the build's CMAKE_C_FLAGS, say -m32) is passed to
 # every consumer build: a library links only into code of the same ABI.
 set -eu
