@@ -16,6 +16,9 @@
 #   make bench-cache    Release build in build-cache/, redis-benchmark
 #                       against the TTL cache and redis-server
 #                       (examples/ttl-cache/README.md)
+#   make debug          Debug build with rota's misuse checks (ROTA_DEBUG=ON,
+#                       rota.h "DEBUG BUILDS") in build-debug/; link
+#                       build-debug/librota.so instead of the normal one
 #   make install        build/ installed into $(PREFIX) (default /usr/local)
 #   make format         clang-format -i every C file
 #   make format-check   fail if any C file is not clang-formatted
@@ -43,14 +46,14 @@ WERROR := OFF
 endif
 
 BUILD_DIRS := build build-asan build-tsan build-fuzz build-i386 build-clang \
-              build-release build-server build-cache
+              build-release build-server build-cache build-debug
 
 # Every C source and header of the project (what exists of these folders).
 FORMAT_DIRS := $(wildcard include src tests bench examples fuzz)
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null) \
                $(wildcard *.c *.h)
 
-.PHONY: all build test bench bench-server bench-cache install format \
+.PHONY: all build debug test bench bench-server bench-cache install format \
 	format-check license-check refs-check abi-update single-file clean
 
 all: build
@@ -58,6 +61,11 @@ all: build
 build:
 	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DROTA_WERROR=$(WERROR)
 	$(CMAKE) --build build -j $(JOBS)
+
+debug:
+	$(CMAKE) -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DROTA_DEBUG=ON \
+		-DROTA_WERROR=$(WERROR)
+	$(CMAKE) --build build-debug -j $(JOBS)
 
 # The stages need a loop, a summary and "keep going after a failure", which
 # a shell script says more plainly than make.  -Werror is on for all of them

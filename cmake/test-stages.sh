@@ -20,6 +20,12 @@
 #                          benchmarks, whose peer libraries Debian installs
 #                          for the machine's own architecture only
 #   clang     build-clang/ clang, RelWithDebInfo, every test
+#   debug     build-debug/ ROTA_DEBUG=ON (the misuse checks of rota.h's
+#                          DEBUG BUILDS in the whole library), Debug, every
+#                          test not labelled "slow": correct use is never
+#                          reported.  Not in the default list (the checks'
+#                          own tests run in every stage, on a test-only
+#                          debug core): ROTA_STAGES=debug make test
 #
 # Why i386 and clang: 32-bit pointers and size_t change every structure's
 # layout and every size_t/uint64_t conversion, and a second compiler reads
@@ -84,7 +90,8 @@ configure_and_build()
     local dir=$1
     shift
     "$CMAKE" -S "$root" -B "$dir" -DROTA_WERROR="$WERROR" \
-        -DROTA_BUILD_TESTS=ON -DROTA_SANITIZE= -DROTA_BUILD_FUZZ=OFF "$@" &&
+        -DROTA_BUILD_TESTS=ON -DROTA_SANITIZE= -DROTA_BUILD_FUZZ=OFF \
+        -DROTA_DEBUG=OFF "$@" &&
         "$CMAKE" --build "$dir" -j "$BUILD_JOBS"
 }
 
@@ -298,6 +305,18 @@ if want clang; then
         run_ctest clang build-clang "$start" -j "$CTEST_JOBS"
     else
         record clang 0 1 0 $(($(now) - start)) "configure/build failed"
+    fi
+fi
+
+# ------------------------------------------------------------------ debug
+if want debug; then
+    banner "debug (build-debug/, ROTA_DEBUG=ON, Debug)"
+    start=$(now)
+    if configure_and_build build-debug -DCMAKE_BUILD_TYPE=Debug \
+        -DROTA_DEBUG=ON -DROTA_BUILD_BENCH=OFF; then
+        run_ctest debug build-debug "$start" -j "$CTEST_JOBS" -LE slow
+    else
+        record debug 0 1 0 $(($(now) - start)) "configure/build failed"
     fi
 fi
 

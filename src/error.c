@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* rota_strerror(): messages come from the same X-macro list as the codes, so
- * a new code cannot be added without its message. */
+ * a new code cannot be added without its message.  Also the misuse handler
+ * of debug builds (rota.h, DEBUG BUILDS), which every build accepts so that
+ * a program links against either. */
 #include "rota.h"
+
+#include "wheel_debug.h"
 
 const char *rota_strerror(int error)
 {
@@ -17,3 +21,47 @@ const char *rota_strerror(int error)
         return "unknown error";
     }
 }
+
+/* Set once at start-up (rota.h), so plain variables. */
+static rota_misuse_fn *misuse_fn;
+static void *misuse_arg;
+
+void rota_debug_set_handler(rota_misuse_fn *fn, void *arg)
+{
+    misuse_fn = fn;
+    misuse_arg = arg;
+}
+
+bool rota_debug_enabled(void)
+{
+#ifdef ROTA_DEBUG
+    return true;
+#else
+    return false;
+#endif
+}
+
+#ifdef ROTA_DEBUG
+#include <stdio.h>
+#include <stdlib.h>
+
+void rota__debug_report(const char *misuse, const struct rota_timer *timer)
+{
+    if (misuse_fn != NULL) {
+        misuse_fn(misuse, timer, misuse_arg);
+        return;
+    }
+    /* What glibc does on "double free or corruption": say it, then stop
+     * where a debugger or a core dump shows the caller. */
+    fprintf(stderr, "rota: %s (timer %p)\n", misuse, (const void *)timer);
+    abort();
+}
+
+void rota__debug_fatal(const char *misuse, const struct rota_timer *timer)
+{
+    rota__debug_report(misuse, timer);
+    fprintf(stderr, "rota: %s (timer %p): the wheel cannot go on\n", misuse,
+            (const void *)timer);
+    abort();
+}
+#endif

@@ -709,13 +709,24 @@ static void free_all(struct rota_keyed *m)
     m->expiring = 0;
 }
 
+static void forget_timer(struct rota_timer *timer, void *arg)
+{
+    (void)timer;
+    (void)arg;
+}
+
 int rota_keyed_destroy(struct rota_keyed *m)
 {
     if (m == NULL)
         return 0;
     if (m->in_expire != 0 || m->draining || m->advancing)
         return ROTA_EBUSY;
-    /* The entries' timers die with the wheel: no need to cancel them. */
+    /* The entries' timers die with the wheel: no need to cancel them.  But
+     * a debug build of the core (rota.h, DEBUG BUILDS) holds a wheel to
+     * rota.h's word, drain before drop: it would take their memory, handed
+     * out again, for timers still pending. */
+    if (rota_debug_enabled())
+        (void)rota_wheel_drain(&m->wheel, forget_timer, NULL);
     free_all(m);
     struct rota_allocator alloc = m->alloc;
     alloc.free(alloc.ctx, m, sizeof *m);

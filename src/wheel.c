@@ -148,6 +148,7 @@
  *     misses that fill the queue; a prototype made W1 slower, not faster.
  */
 #include "rota.h"
+#include "wheel_debug.h" /* a debug build's checks (rota.h, DEBUG BUILDS) */
 
 #include <limits.h>
 #include <stdatomic.h>
@@ -161,7 +162,9 @@ _Static_assert(64 % ROTA_WHEEL_BITS == 0 &&
                    64 / ROTA_WHEEL_BITS == ROTA_WHEEL_LEVELS,
                "the levels cover uint64_t exactly");
 _Static_assert(SLOT_COUNT / 64 <= 32, "occupied_words_ has a bit per word");
+#ifndef TIMER_MAGIC /* a debug build's is another (wheel_debug.h) */
 #define TIMER_MAGIC ROTA__TIMER_MAGIC
+#endif
 #define POLICY_ONESHOT ROTA__ONESHOT
 /* policy_ of a periodic timer: its enum rota_missed + 1 (a one-shot is 0,
  * so a one-shot's tag word is the wheel's pending_tags_ as it is). */
@@ -216,6 +219,9 @@ static void write_head(struct rota_timer *t, uint64_t deadline,
     t->spare_ = 0;
     t->policy_ = (uint8_t)policy;
     t->magic_ = TIMER_MAGIC;
+#ifdef ROTA_DEBUG
+    debug_seal(t);
+#endif
 #endif
 }
 
@@ -231,6 +237,9 @@ static void set_idle(struct rota_timer *t)
     t->spare_ = 0;
     t->policy_ = POLICY_ONESHOT;
     t->magic_ = TIMER_MAGIC;
+#ifdef ROTA_DEBUG
+    debug_seal(t);
+#endif
 #endif
 }
 
@@ -260,6 +269,9 @@ static void list_append(struct rota_link *head, struct rota_link *node)
 {
     struct rota_link *tail = head->prev;
 
+#ifdef ROTA_DEBUG
+    debug_list_ends(head);
+#endif
     node->prev = tail;
     node->next = head;
     tail->next = node;
@@ -268,6 +280,9 @@ static void list_append(struct rota_link *head, struct rota_link *node)
 
 static void list_unlink(struct rota_link *node)
 {
+#ifdef ROTA_DEBUG
+    debug_walked(node);
+#endif
     node->prev->next = node->next;
     node->next->prev = node->prev;
 }
@@ -277,6 +292,10 @@ static void list_move_all(struct rota_link *to, struct rota_link *from)
 {
     if (list_empty(from))
         return;
+#ifdef ROTA_DEBUG
+    debug_list_ends(from);
+    debug_list_ends(to);
+#endif
     struct rota_link *first = from->next, *last = from->prev;
     first->prev = to->prev;
     to->prev->next = first;
@@ -287,6 +306,9 @@ static void list_move_all(struct rota_link *to, struct rota_link *from)
 
 static struct rota_timer *timer_of(struct rota_link *link)
 {
+#ifdef ROTA_DEBUG
+    debug_walked(link);
+#endif
     return rota_container_of(link, struct rota_timer, link_);
 }
 
@@ -470,6 +492,9 @@ static void preload(const struct rota_link *head, size_t pairs)
 {
     const struct rota_link *front = head->next, *back = head->prev;
 
+#ifdef ROTA_DEBUG
+    return; /* it follows links before the checks have seen them */
+#endif
     if (pairs > PRELOAD_PAIRS)
         pairs = PRELOAD_PAIRS;
     for (size_t n = 0; n < pairs; n++) {
@@ -750,6 +775,9 @@ static void end_pass(struct rota_wheel *w)
 /* ------------------------------------------------------- public: wheel */
 
 static atomic_uint_fast32_t last_wheel_id;
+#ifdef ROTA_DEBUG
+_Atomic(uintptr_t) rota__debug_wheels[DEBUG_WHEELS];
+#endif
 
 int rota_wheel_init(struct rota_wheel *w, uint64_t now)
 {
@@ -774,6 +802,9 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
     list_init(&w->cascade_);
     for (unsigned slot = 0; slot < SLOT_COUNT; slot++)
         list_init(&w->slot_[slot]);
+#ifdef ROTA_DEBUG
+    debug_wheel_born(w);
+#endif
     return 0;
 }
 
@@ -1046,6 +1077,10 @@ void rota_timer_init(struct rota_timer *t, rota_timer_fn *fn)
 {
     if (t == NULL)
         return;
+#ifdef ROTA_DEBUG
+    if (debug_init_of_pending(t))
+        return;
+#endif
     *t = (struct rota_timer){0};
     t->fn_ = fn;
     write_head(t, 0, 0, POLICY_ONESHOT);
@@ -1057,6 +1092,11 @@ static int check_timer(const struct rota_wheel *w, const struct rota_timer *t)
         return ROTA_EINVAL;
     if (t->magic_ != TIMER_MAGIC)
         return ROTA_EUNINIT;
+#ifdef ROTA_DEBUG
+    int rc = debug_check_timer(w, t);
+    if (rc != 0)
+        return rc;
+#endif
     if (t->wheel_id_ != 0 && t->wheel_id_ != wheel_id(w))
         return ROTA_EOTHERWHEEL;
     return 0;
@@ -1233,6 +1273,9 @@ int rota_timer_relocate(struct rota_wheel *w, struct rota_timer *from,
         to->link_.prev->next = &to->link_;
         to->link_.next->prev = &to->link_;
     }
+#ifdef ROTA_DEBUG
+    debug_seal(to);
+#endif
     set_idle(from);
     from->magic_ = 0;
     return 0;
@@ -1283,6 +1326,11 @@ static int check_list(const struct rota_wheel *w, const struct rota_link *head,
             FAIL("broken list links");
         if (t->magic_ != TIMER_MAGIC || t->wheel_id_ != wheel_id(w))
             FAIL("timer on a list is not pending on this wheel");
+#ifdef ROTA_DEBUG
+        if (!debug_sealed(t))
+            FAIL("timer on a list fails its seal (freed, overwritten or "
+                 "moved while pending)");
+#endif
         if (t->deadline_ < floor)
             FAIL("timer filed after its deadline");
         if (t->deadline_ < *earliest)

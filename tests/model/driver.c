@@ -1445,6 +1445,12 @@ struct drv *drv_new(const struct drv_config *cfg, struct drv_src src)
     return d;
 }
 
+static void forget_timer(struct rota_timer *timer, void *arg)
+{
+    (void)timer;
+    (void)arg;
+}
+
 int drv_finish(struct drv *d)
 {
     int rc;
@@ -1458,6 +1464,9 @@ int drv_finish(struct drv *d)
             fprintf(stderr, "%s\n", d->err);
     }
     rc = d->failed ? -1 : 0;
+    /* rota.h: drain a wheel that still has timers before dropping it (a
+     * debug build would take the freed timers, reused, for pending ones). */
+    (void)rota_wheel_drain(d->w, forget_timer, NULL);
     for (uint32_t id = 0; id < d->cfg.pool; id++)
         free(d->nodes[id]);
     free(d->nodes);
