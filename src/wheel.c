@@ -544,16 +544,48 @@ static bool spend(struct budget *b, size_t *left)
 }
 
 /*
- * File again the timers of the slot being cascaded, front to back, as far
- * as the budget goes.  Returns true when the cascade is done.
+ * File again the timers of the slot being cascaded, as far as the budget
+ * goes.  Returns true when the cascade is done.
+ *
+ * The list is walked from both ends at once, so that two chains of misses
+ * run side by side instead of one.  The front walk files every timer, in
+ * order, as ties need.  The back walk files only timers that a touch moved
+ * beyond the slot (deadline_ >= cascade_end_), whose place among equal
+ * deadlines is free; it passes over the others, which the front walk
+ * reaches later, in order (and finds in the cache).  Each timer filed costs
+ * one unit of the budget, whichever end filed it; the back walk takes at
+ * most one step per front step and at most PRELOAD_PAIRS per call, so a
+ * limited call still costs about limit x (a miss).  In an event loop's
+ * cascades most timers were touched since they were filed (a connection
+ * that spoke), so a limited call files about twice the timers per miss
+ * that a front walk alone would.
  */
 static bool run_cascade(struct rota_wheel *w, struct budget *b)
 {
-    preload(&w->cascade_, b->moves / 2);
-    while (!list_empty(&w->cascade_)) {
+    struct rota_link *head = &w->cascade_, *back = head->prev;
+    size_t back_steps = PRELOAD_PAIRS;
+
+#ifdef ROTA_DEBUG
+    back = head; /* it would read timers before the checks have seen them */
+#endif
+    while (!list_empty(head)) {
         if (!spend(b, &b->moves))
             return false;
-        struct rota_timer *t = timer_of(w->cascade_.next);
+        struct rota_timer *t = timer_of(head->next);
+        if (back != head && back != &t->link_ && back_steps > 0) {
+            struct rota_link *prev = back->prev;
+            struct rota_timer *u = timer_of(back);
+            back_steps--;
+            if (u->deadline_ >= w->cascade_end_ && b->moves > 0) {
+                b->moves--;
+                list_unlink(&u->link_);
+                place_timer(w, u, u->deadline_);
+                w->stats_.refiled++;
+            }
+            back = prev;
+        }
+        if (back == &t->link_)
+            back = head; /* the walks met */
         list_unlink(&t->link_);
         place_timer(w, t, t->deadline_);
         w->stats_.refiled++;

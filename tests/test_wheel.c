@@ -1489,6 +1489,40 @@ TEST(arm_during_half_done_cascade_keeps_tie_order)
     CHECK_WHEEL(&wheel);
 }
 
+/* A limited cascade walks its slot from both ends: the back files only
+ * timers a touch moved beyond the slot, and passes over the others, so
+ * ties inside the slot still fire in arm order, and the limit still
+ * counts every timer filed, from either end. */
+TEST(cascade_from_both_ends_keeps_tie_order)
+{
+    enum { COUNT = 12, LIMIT = 4 };
+    struct tn t[COUNT];
+    struct rota_stats st;
+    size_t fired;
+
+    rota_wheel_init(&wheel, 0);
+    tn_init_all(t, COUNT);
+    for (int i = 0; i < COUNT; i++) /* one level-1 slot: [256, 512) */
+        rota_timer_arm_at(&wheel, &t[i].timer, 300);
+    for (int i = 1; i < COUNT; i += 2) /* odd ones: beyond the slot */
+        rota_timer_touch_at(&wheel, &t[i].timer, 1000);
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 290, LIMIT, &fired), 1);
+    CHECK_EQ_U64(fired, 0);
+    rota_wheel_stats(&wheel, &st);
+    CHECK_EQ_U64(st.refiled, LIMIT);
+    CHECK_WHEEL(&wheel);
+    do
+        CHECK_WHEEL(&wheel);
+    while (rota_wheel_advance_max(&wheel, 300, LIMIT, &fired) == 1);
+    CHECK_EQ_U64(nent, COUNT / 2);
+    for (size_t e = 0; e < nent; e++)
+        CHECK_EQ_INT(ent[e].id, (int)(2 * e));
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1000), COUNT / 2);
+    CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
+    CHECK_WHEEL(&wheel);
+}
+
 TEST(more_due_reported_on_every_path)
 {
     /* The "more due" result must hold whichever path a call takes: the
@@ -2334,6 +2368,7 @@ int main(int argc, char **argv)
         H_TEST(advance_max_resumes_in_order),
         H_TEST(limit_bounds_cascades_and_refiles),
         H_TEST(arm_during_half_done_cascade_keeps_tie_order),
+        H_TEST(cascade_from_both_ends_keeps_tie_order),
         H_TEST(more_due_reported_on_every_path),
         H_TEST(relocate_keeps_place_and_order),
         H_TEST(relocate_from_own_callback),
