@@ -160,9 +160,10 @@
  *   header was found at build time.  A normal build (ROTA_DEBUG off) has
  *   none of this: its code is the same as if the option did not exist.
  *
- * SIZES (64-bit; on i386 36 bytes and about 16 KiB)
+ * SIZES (64-bit; on i386 36 bytes and about 18 KiB)
  *   sizeof(struct rota_timer) == 48 bytes; sizeof(struct rota_wheel) is about
- *   33 KiB (8 levels x 256 slot heads, plus bitmaps and counters).
+ *   37 KiB (8 levels x 256 slot heads, 256 cascade marks, bitmaps and
+ *   counters).
  */
 #ifndef ROTA_H
 #define ROTA_H
@@ -487,13 +488,20 @@ struct rota_wheel {
     uint64_t cascade_end_; /* end of the slot in cascade_, 0 when none */
     uint64_t rearmed_;     /* arms of pending timers: see pending_count() */
     uint64_t refired_;     /* fires after which a periodic timer stayed */
+    uint64_t cascade_mid_; /* deadlines in [mid, end) of the cascaded slot go
+                              to the level below, behind its marks_ */
     struct rota_stats stats_;
     struct rota_link due_;      /* timers due at cur_, in firing order */
     struct rota_link deferred_; /* armed during a pass, due at once */
     struct rota_link cascade_;  /* a slot being filed again, front first */
     /* Slot number level * ROTA_WHEEL_SLOTS + index: its list and its bit. */
     uint64_t occupied_[ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS / 64];
+    uint64_t marked_[ROTA_WHEEL_SLOTS / 64]; /* which marks_ are in a list */
     struct rota_link slot_[ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS];
+    /* While a slot is cascaded: in the slot of index i of the level below,
+     * marks_[i] separates the timers filed from the cascade's front (before
+     * it) from those filed from its back (after it). */
+    struct rota_link marks_[ROTA_WHEEL_SLOTS];
 };
 
 /* rota_timer_init() writes this into magic_; anything else means "never

@@ -49,8 +49,10 @@
  *   of up to a minute (1 ms ticks) is filed at level 0 or 1 and cascades at
  *   most once before it fires; with 6 bits (Linux, wahern) such a timer
  *   cascades twice and a level-0 slot was walked once more.  The price is a
- *   33 KiB wheel instead of 11.5 KiB.  Before a list is walked it is loaded
- *   from both ends at once (preload()), which halves the walk's misses.
+ *   33 KiB wheel instead of 11.5 KiB (37 KiB with the cascade marks).  A
+ *   cascade walks its list from both ends at once (run_cascade()), and a
+ *   due list is loaded from both ends before it is fired (preload()): two
+ *   chains of misses side by side, which halves the walk's time.
  *
  * THE GUARANTEES AND WHY THEY HOLD
  *   - Never early and exact: a timer reaches the due list only when cur
@@ -92,15 +94,16 @@
  *   they fire (or hand out) and the timers they file again, each against
  *   the caller's limit, and stop when either is spent.  A slot that
  *   comes due is not refiled at once: its list becomes the cascade list,
- *   which peek_due() works through front to back, within the budget, after
+ *   which peek_due() works through from both ends, within the budget, after
  *   the due list and before the next slot; cur stays at the slot's start,
  *   and next_step at cur, until it is done.  Two rules keep the guarantees
  *   across calls: the due list is fired before the rest of the cascade (its
  *   timers are no later, and came earlier in the same list), and a timer
- *   armed meanwhile with a deadline inside that slot (cascade_end) joins the
- *   back of the cascade list, so it is filed after the older timers of its
- *   deadline.  A call that stops says so (returns 1) from what it can see
- *   in O(1), so "1" may mean only touched timers are left to file.
+ *   armed meanwhile with a deadline inside that slot (cascade_end) is filed
+ *   behind the older timers of its deadline: at its target's tail, behind
+ *   the mark (see "cascades" below), or at the back of the cascade list.
+ *   A call that stops says so (returns 1) from what it can see in O(1), so
+ *   "1" may mean only touched timers are left to file.
  *
  * WHAT AN OPERATION COSTS
  *   At a million timers an arm or cancel is bound by cache misses (the
@@ -174,21 +177,6 @@ _Static_assert(SLOT_COUNT / 64 <= 32, "occupied_words_ has a bit per word");
 static inline uint32_t wheel_id(const struct rota_wheel *w)
 {
     return (uint32_t)w->pending_tags_;
-}
-
-/* A slot is being cascaded from now until cascade_close(): arms whose
- * deadline falls inside it must join the cascade's back, so the inline arm,
- * which cannot tell, is switched off (rota.h: ROTA__TAG_BUSY). */
-static void cascade_open(struct rota_wheel *w, uint64_t end)
-{
-    w->cascade_end_ = end;
-    w->idle_tags_ = ROTA__TAG_BUSY;
-}
-
-static void cascade_close(struct rota_wheel *w)
-{
-    w->cascade_end_ = 0;
-    w->idle_tags_ = ROTA__TAG_MAGIC;
 }
 
 /*
@@ -421,21 +409,6 @@ place_timer(struct rota_wheel *w, struct rota_timer *t, uint64_t deadline)
     list_append(head, &t->link_);
 }
 
-/*
- * File a timer by its deadline_.  While a limited call has left a slot half
- * cascaded (cascade_end_ != 0), a deadline inside that slot joins the back
- * of the cascade list instead: filing it below would put it ahead of older
- * timers with the same deadline that the cascade has not reached yet.
- */
-static inline __attribute__((always_inline)) void
-file_timer(struct rota_wheel *w, struct rota_timer *t)
-{
-    if (t->deadline_ < w->cascade_end_)
-        list_append(&w->cascade_, &t->link_);
-    else
-        place_timer(w, t, t->deadline_);
-}
-
 void rota__list_emptied(struct rota_wheel *w, struct rota_link *head)
 {
     /* Compared as integers: `head` may be the due, deferred or cascade
@@ -443,6 +416,152 @@ void rota__list_emptied(struct rota_wheel *w, struct rota_link *head)
     uintptr_t offset = (uintptr_t)head - (uintptr_t)w->slot_;
     if (offset < sizeof w->slot_)
         mark_empty(w, (unsigned)(offset / sizeof w->slot_[0]));
+}
+
+/* ----------------------------------------------------------- cascades */
+
+/*
+ * A slot of level L being cascaded (its timers filed again against its
+ * start, which is cur) is "open" from cascade_open() to cascade_close().
+ * Its deadlines run from cur to cascade_end_; those from cascade_mid_ on
+ * go to the slots of level L - 1 (the targets), the rest to lower levels or
+ * the due list.  run_cascade() walks the cascade list from both ends, and
+ * ties must keep arm order in every target, so a target the back walk has
+ * filed into holds its mark, marks_[index]:
+ *
+ *     target:  [timers from the front walk] mark [from the back walk, and
+ *              timers armed since the cascade began]
+ *
+ * The front walk files into a marked target just before the mark, the back
+ * walk (which meets timers newest first) just after it, and an arm inside
+ * the slot at the target's tail; so when the cascade is done and the marks
+ * are taken out, every target reads in arm order.  No mark is ever in a
+ * list that is walked in order (the due list, a slot that steps), since
+ * nothing steps while a cascade is open.  A deadline below cascade_mid_
+ * armed meanwhile joins the back of the cascade list instead: the front
+ * walk files it after the older timers of its deadline.  The inline arm
+ * knows nothing of this, so it is off (rota.h: ROTA__TAG_BUSY).
+ */
+static void cascade_open(struct rota_wheel *w, uint64_t start, unsigned level)
+{
+    w->cascade_end_ = slot_end(start, level);
+#ifdef ROTA_DEBUG
+    /* No marks: the checks would take them for timers.  The back walk is
+     * off too (run_cascade()). */
+    w->cascade_mid_ = w->cascade_end_;
+#else
+    w->cascade_mid_ = start + ((uint64_t)1 << ((level - 1) * ROTA_WHEEL_BITS));
+#endif
+    w->idle_tags_ = ROTA__TAG_BUSY;
+}
+
+static bool is_mark(const struct rota_wheel *w, const struct rota_link *link)
+{
+    return (uintptr_t)link - (uintptr_t)w->marks_ < sizeof w->marks_;
+}
+
+static bool marked(const struct rota_wheel *w, unsigned index)
+{
+    return (w->marked_[index / 64] >> (index % 64)) & 1u;
+}
+
+_Static_assert(ROTA_WHEEL_SLOTS / 64 == 4, "marked_ is four words");
+
+static bool any_marked(const struct rota_wheel *w)
+{
+    return (w->marked_[0] | w->marked_[1] | w->marked_[2] | w->marked_[3]) != 0;
+}
+
+/* The cascade is done (or emptied by cancels, or drained): marks out. */
+static void cascade_close(struct rota_wheel *w)
+{
+    for (unsigned word = 0; word < ROTA_WHEEL_SLOTS / 64; word++) {
+        for (uint64_t bits = w->marked_[word]; bits != 0; bits &= bits - 1) {
+            struct rota_link *mark =
+                &w->marks_[word * 64 + (unsigned)__builtin_ctzll(bits)];
+            struct rota_link *prev = mark->prev, *next = mark->next;
+            prev->next = next;
+            next->prev = prev;
+            mark->next = mark->prev = NULL;
+            if (prev == next) /* the mark was all the target held */
+                rota__list_emptied(w, prev);
+        }
+        w->marked_[word] = 0;
+    }
+    w->cascade_end_ = 0;
+    w->cascade_mid_ = 0;
+    w->idle_tags_ = ROTA__TAG_MAGIC;
+}
+
+/* Who files a timer while a cascade is open. */
+enum filer {
+    FRONT, /* the cascade's front walk: in order, so before a mark */
+    BACK,  /* its back walk, which meets timers newest first: after it */
+    ARM,   /* an arm or a re-file: newer than all, so at the tail */
+};
+
+/* The open cascade's bounds, read once: list stores may alias the wheel,
+ * so the compiler would read them again after every one. */
+struct span {
+    uint64_t cur, mid, end;
+};
+
+static struct span cascade_span(const struct rota_wheel *w)
+{
+    return (struct span){w->cur_, w->cascade_mid_, w->cascade_end_};
+}
+
+/* File a timer of the open cascade's slot (deadline before cascade_end_),
+ * or touched past it (FRONT and BACK only), as `filer` must. */
+static inline __attribute__((always_inline)) void
+file_in_cascade(struct rota_wheel *w, struct span c, struct rota_timer *t,
+                enum filer filer)
+{
+    uint64_t deadline = t->deadline_;
+
+    if (deadline <= c.cur) { /* due: only the front walk meets these */
+        place_timer(w, t, deadline);
+        return;
+    }
+    unsigned level = level_for(deadline, c.cur);
+    unsigned shift = level * ROTA_WHEEL_BITS;
+    unsigned index = (unsigned)(deadline >> shift) & LEVEL_MASK;
+    unsigned slot = level * ROTA_WHEEL_SLOTS + index;
+    struct rota_link *head = &w->slot_[slot], *mark = &w->marks_[index];
+
+    if (deadline >= c.mid && deadline < c.end) {
+        if (marked(w, index)) {
+            if (filer == FRONT)
+                head = mark; /* appending to it puts t just before it */
+            else if (filer == BACK)
+                head = mark->next; /* just after it */
+            list_append(head, &t->link_);
+            return;
+        }
+        if (filer != FRONT) { /* the mark first, at the tail, then t */
+            if (list_empty(head))
+                slot_filled(w, slot, deadline >> shift << shift);
+            list_append(head, mark);
+            w->marked_[index / 64] |= (uint64_t)1 << (index % 64);
+            list_append(head, &t->link_);
+            return;
+        }
+    }
+    if (list_empty(head))
+        slot_filled(w, slot, deadline >> shift << shift);
+    list_append(head, &t->link_);
+}
+
+/* File a timer by its deadline_, minding an open cascade (see above). */
+static inline __attribute__((always_inline)) void
+file_timer(struct rota_wheel *w, struct rota_timer *t)
+{
+    if (t->deadline_ >= w->cascade_end_)
+        place_timer(w, t, t->deadline_);
+    else if (t->deadline_ >= w->cascade_mid_)
+        file_in_cascade(w, cascade_span(w), t, ARM);
+    else
+        list_append(&w->cascade_, &t->link_);
 }
 
 /* Take a timer out of whichever list holds it. */
@@ -530,6 +649,7 @@ struct budget {
     size_t fires;
     size_t moves;
     bool stopped;
+    bool limited; /* the caller gave a limit: the call must stay short */
 };
 
 /* Take one unit of `*left`, or note that there is none. */
@@ -548,50 +668,89 @@ static bool spend(struct budget *b, size_t *left)
  * goes.  Returns true when the cascade is done.
  *
  * The list is walked from both ends at once, so that two chains of misses
- * run side by side instead of one.  The front walk files every timer, in
- * order, as ties need.  The back walk files only timers that a touch moved
- * beyond the slot (deadline_ >= cascade_end_), whose place among equal
- * deadlines is free; it passes over the others, which the front walk
- * reaches later, in order (and finds in the cache).  Each timer filed costs
- * one unit of the budget, whichever end filed it; the back walk takes at
- * most one step per front step and at most PRELOAD_PAIRS per call, so a
- * limited call still costs about limit x (a miss).  In an event loop's
- * cascades most timers were touched since they were filed (a connection
- * that spoke), so a limited call files about twice the timers per miss
- * that a front walk alone would.
+ * run side by side instead of one: each step of a walk is a miss that
+ * depends on the one before.  The front walk files every timer.  The back
+ * walk files timers touched past the slot (their place among equal
+ * deadlines is free); what else it does depends on the call:
+ *   - a call with a limit must stay short, so the back walk also files the
+ *     timers bound for the level just below, through the marks, so that
+ *     ties keep arm order.  It passes over those bound lower (the front
+ *     walk files them later, in order), but never over one bound for the
+ *     level below (the front walk would file it before the mark, ahead of
+ *     older timers): where it cannot file one, it waits.  It waits so for
+ *     the front walk's first BACK_WARMUP steps of each call, since a short
+ *     list is cheap to walk and marks cost instructions.  Then a limited
+ *     call costs about limit / 2 misses end to end;
+ *   - a call without one (and while no mark is set, which a limited call
+ *     or an arm may have left) only needs the whole walk to be quick: the
+ *     back walk passes over every timer still inside the slot, and the
+ *     front walk finds the back half in the cache.  No marks, fewer
+ *     instructions, and the same two chains.
+ * Each timer filed costs one unit of the budget, whichever end filed it,
+ * and the back walk takes at most one step per front step.  (At most
+ * PRELOAD_PAIRS back steps a call: for what it passes over to be still
+ * cached when the front walk gets there.)
  */
-static bool run_cascade(struct rota_wheel *w, struct budget *b)
+#define BACK_WARMUP 16
+
+static inline __attribute__((always_inline)) bool
+cascade_walk(struct rota_wheel *w, struct budget *b, const bool ordered)
 {
     struct rota_link *head = &w->cascade_, *back = head->prev;
-    size_t back_steps = PRELOAD_PAIRS;
+    size_t back_steps = PRELOAD_PAIRS, front_steps = 0;
+    const struct span c = cascade_span(w);
+    /* Where the back walk stops passing over timers. */
+    const uint64_t pass_below = ordered ? c.mid : c.end;
 
 #ifdef ROTA_DEBUG
-    back = head; /* it would read timers before the checks have seen them */
+    back_steps = 0; /* it would read timers before the checks see them */
 #endif
+    /* The back walk goes on while back_steps > 0: it stops at its cap or
+     * where it meets the front walk (it cannot pass the front timer, so it
+     * never reaches the head). */
     while (!list_empty(head)) {
         if (!spend(b, &b->moves))
             return false;
         struct rota_timer *t = timer_of(head->next);
-        if (back != head && back != &t->link_ && back_steps > 0) {
-            struct rota_link *prev = back->prev;
+        if (back_steps > 0 && back != &t->link_) {
             struct rota_timer *u = timer_of(back);
-            back_steps--;
-            if (u->deadline_ >= w->cascade_end_ && b->moves > 0) {
+            uint64_t deadline = u->deadline_;
+            if (deadline < pass_below) { /* the front walk files it */
+                back = back->prev;
+                back_steps--;
+            } else if (b->moves > 0 &&
+                       (deadline >= c.end || front_steps >= BACK_WARMUP)) {
+                struct rota_link *prev = back->prev;
+                back_steps--;
                 b->moves--;
                 list_unlink(&u->link_);
-                place_timer(w, u, u->deadline_);
+                if (ordered)
+                    file_in_cascade(w, c, u, BACK);
+                else
+                    place_timer(w, u, deadline);
                 w->stats_.refiled++;
+                back = prev;
             }
-            back = prev;
         }
         if (back == &t->link_)
-            back = head; /* the walks met */
+            back_steps = 0; /* the walks met */
         list_unlink(&t->link_);
-        place_timer(w, t, t->deadline_);
+        if (ordered)
+            file_in_cascade(w, c, t, FRONT);
+        else
+            place_timer(w, t, t->deadline_);
         w->stats_.refiled++;
+        front_steps++;
     }
     cascade_close(w);
     return true;
+}
+
+static bool run_cascade(struct rota_wheel *w, struct budget *b)
+{
+    if (b->limited || any_marked(w))
+        return cascade_walk(w, b, true);
+    return cascade_walk(w, b, false);
 }
 
 /*
@@ -626,7 +785,7 @@ static bool step(struct rota_wheel *w, uint64_t limit, struct budget *b)
     }
     /* next_step_ stays at cur while the cascade lasts: no idle path. */
     list_move_all(&w->cascade_, head);
-    cascade_open(w, slot_end(start, level_of(slot)));
+    cascade_open(w, start, level_of(slot));
     return true;
 }
 
@@ -844,7 +1003,7 @@ static int __attribute__((noinline))
 advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
              size_t *fired)
 {
-    struct budget b = {max_fires, max_fires, false};
+    struct budget b = {max_fires, max_fires, false, max_fires != SIZE_MAX};
     size_t count = 0;
     int more = 0;
 
@@ -923,7 +1082,7 @@ int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
 int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
                       struct rota_timer **out, size_t cap, size_t *n)
 {
-    struct budget b = {cap, cap, false};
+    struct budget b = {cap, cap, false, cap != SIZE_MAX};
     size_t count = 0;
     int more = 0;
 
@@ -957,7 +1116,7 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
 /* The exact earliest deadline, computed (see the essay). */
 static uint64_t find_earliest(struct rota_wheel *w)
 {
-    struct budget all = {SIZE_MAX, SIZE_MAX, false};
+    struct budget all = {SIZE_MAX, SIZE_MAX, false, false};
 
     /* Untouched timers on the due list are due at cur, earlier than any
      * slot; touched ones at its head are filed where they belong.  A
@@ -1341,8 +1500,9 @@ uint64_t rota_timer_deadline(const struct rota_timer *t)
  * `floor` is the earliest deadline a timer on this list may have.
  */
 static int check_list(const struct rota_wheel *w, const struct rota_link *head,
-                      uint64_t floor, uint64_t *count, uint64_t *budget,
-                      uint64_t *earliest, const char **why)
+                      uint64_t floor, const struct rota_link *mark,
+                      uint64_t *count, uint64_t *budget, uint64_t *earliest,
+                      const char **why)
 {
     if (head->next == NULL || head->prev == NULL)
         FAIL("a list head has a NULL link");
@@ -1356,6 +1516,13 @@ static int check_list(const struct rota_wheel *w, const struct rota_link *head,
                  "overwritten while pending?)");
         if (n->next->prev != n || n->prev->next != n)
             FAIL("broken list links");
+        if (is_mark(w, n)) {
+            if (n != mark)
+                FAIL("a cascade mark in a list that is not its target");
+            mark = NULL; /* once */
+            (*budget)++;
+            continue;
+        }
         if (t->magic_ != TIMER_MAGIC || t->wheel_id_ != wheel_id(w))
             FAIL("timer on a list is not pending on this wheel");
 #ifdef ROTA_DEBUG
@@ -1386,9 +1553,11 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         FAIL("cur is after now");
     if (!w->in_pass_ && !list_empty(&w->deferred_))
         FAIL("deferred timers outside a pass");
-    if (check_list(w, &w->due_, 0, &count, &budget, &earliest, why) ||
-        check_list(w, &w->deferred_, 0, &count, &budget, &earliest, why) ||
-        check_list(w, &w->cascade_, w->cur_, &count, &budget, &earliest, why))
+    if (check_list(w, &w->due_, 0, NULL, &count, &budget, &earliest, why) ||
+        check_list(w, &w->deferred_, 0, NULL, &count, &budget, &earliest,
+                   why) ||
+        check_list(w, &w->cascade_, w->cur_, NULL, &count, &budget, &earliest,
+                   why))
         return ROTA_ECORRUPT;
     if (!list_empty(&w->cascade_) &&
         (w->cascade_end_ <= w->cur_ || w->next_step_ > w->cur_))
@@ -1396,6 +1565,23 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     if (w->idle_tags_ !=
         (w->cascade_end_ != 0 ? ROTA__TAG_BUSY : ROTA__TAG_MAGIC))
         FAIL("the inline arm is on during a cascade, or off without one");
+    if (w->cascade_end_ != 0
+            ? w->cascade_mid_ <= w->cur_ || w->cascade_mid_ > w->cascade_end_
+            : w->cascade_mid_ != 0)
+        FAIL("the cascade's bounds are out of order");
+    /* A mark is in a list exactly when its bit is set, and only while a
+     * cascade is open; the slot walk below finds each in its target. */
+    unsigned marks = 0;
+    for (unsigned index = 0; index < ROTA_WHEEL_SLOTS; index++) {
+        if (marked(w, index) != (w->marks_[index].next != NULL))
+            FAIL("a cascade mark and its bit disagree");
+        marks += marked(w, index);
+    }
+    if (marks != 0 && w->cascade_end_ == 0)
+        FAIL("a cascade mark is left with no cascade open");
+    unsigned target_level = 0;
+    if (marks != 0)
+        target_level = level_for(w->cascade_mid_, w->cur_);
     if (wheel_id(w) == 0 ||
         (w->pending_tags_ & ~(uint64_t)UINT32_MAX) != ROTA__TAG_MAGIC)
         FAIL("the wheel's tag word is damaged");
@@ -1417,10 +1603,20 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
             uint64_t start = slot_start(w->cur_, level, index);
             if (start < first_start)
                 first_start = start;
-            if (check_list(w, head, start, &count, &budget, &earliest, why))
+            const struct rota_link *mark = NULL;
+            if (marks != 0 && level == target_level && marked(w, index))
+                mark = &w->marks_[index];
+            if (check_list(w, head, start, mark, &count, &budget, &earliest,
+                           why))
                 return ROTA_ECORRUPT;
+            if (mark != NULL &&
+                (mark->next->prev != mark || mark->prev->next != mark))
+                FAIL("a cascade mark is not in its target");
+            marks -= mark != NULL;
         }
     }
+    if (marks != 0)
+        FAIL("a cascade mark is not in its target");
     for (unsigned word = 0; word < SLOT_COUNT / 64; word++)
         if ((w->occupied_[word] != 0) != ((w->occupied_words_ >> word) & 1u))
             FAIL("summary bit disagrees with its bitmap word");
@@ -1478,7 +1674,7 @@ static int visit_list(struct rota_wheel *w, struct rota_link *head,
 {
     for (struct rota_link *n = head->next, *next; n != head; n = next) {
         next = n->next;
-        if (visit(w, timer_of(n), arg) != 0)
+        if (!is_mark(w, n) && visit(w, timer_of(n), arg) != 0)
             return 1;
     }
     return 0;
