@@ -771,13 +771,15 @@ static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
  * the wheel's own work: moving the timers of a higher-level slot that comes
  * due (a cascade) or a touched timer whose old slot or the due list
  * reaches it.  So one call costs at most max_fires x (a callback + a cache
- * miss) + O(levels), however many timers a slot holds.  Stores the number
- * of callbacks run in *fired (if not NULL).  Returns 1 if it stopped at a
- * limit with work left (due timers, or timers to file again: call again
- * soon, before sleeping), 0 if nothing due remains, or a negative error.
- * While a cascade is left half done, rota_timer_arm_at() takes the out-of-line
- * path (a deadline inside that slot joins the cascade's back, to keep tie
- * order).
+ * miss) + O(levels), however many timers a slot holds; a cascade files
+ * from both ends of its slot at once, so its misses come two at a time and
+ * a call of max_fires moves takes about max_fires / 2 memory latencies.
+ * Stores the number of callbacks run in *fired (if not NULL).  Returns 1
+ * if it stopped at a limit with work left (due timers, or timers to file
+ * again: call again soon, before sleeping), 0 if nothing due remains, or a
+ * negative error.  While a cascade is left half done, rota_timer_arm_at()
+ * takes the out-of-line path (a deadline inside that slot is filed behind
+ * the older timers of that deadline, to keep tie order).
  */
 ROTA_API int rota_wheel_advance_max(struct rota_wheel *wheel, uint64_t now,
                                     size_t max_fires, size_t *fired);
