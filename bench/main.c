@@ -40,7 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const struct bench_impl *const all_impls[] = {
     &impl_rota,          &impl_rota_arm,        &impl_rota_store,
@@ -200,6 +202,23 @@ static double job_weight(const struct config *cfg, const struct job *j)
     if (measured > cap + rep)
         measured = rep > cap ? rep : cap + rep;
     return setup * 2 + measured;
+}
+
+/* CPU time the hypervisor gave to other guests while this VM's CPUs
+ * wanted it (the "steal" column of /proc/stat, all CPUs), in ms; 0 where
+ * there is no such column.  A job that saw some may have a call that
+ * waited for it: W7's longest call is the first figure it moves. */
+static double steal_ms(void)
+{
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+    if (f == NULL)
+        return 0;
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                     &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    long hz = sysconf(_SC_CLK_TCK);
+    return got == 8 && hz > 0 ? (double)v[7] * 1000.0 / (double)hz : 0;
 }
 
 static void fmt_duration(char *buf, size_t size, double s)
@@ -433,6 +452,17 @@ int main(int argc, char **argv)
         want[w] = !wls || in_list(wls, wl_names[w]);
 
     mallopt(M_MMAP_THRESHOLD, 1 << 20); /* big arrays always mmap: MEM */
+    /* The program's code and libraries stay in memory: a kernel that
+     * reclaims page cache behind a long run (DAMON, memory pressure) would
+     * otherwise put a disk read (milliseconds) into whichever timed call
+     * next runs the evicted code.  Later allocations are not locked, so
+     * MEM's RSS growth is what it was. */
+    bool locked = mlockall(MCL_CURRENT) == 0;
+    if (!locked)
+        printf("rota_bench: mlockall failed (%s): a timed call may include "
+               "a page fault\n",
+               strerror(errno));
+    report_meta("code_locked", locked ? "true" : "false");
     report_meta("timing", "\"CLOCK_MONOTONIC around the measured loop only; "
                           "setup excluded\"");
     report_meta("build", "\"rota (rota_static) and the in-tree baselines "
@@ -581,6 +611,8 @@ int main(int argc, char **argv)
     struct reference ref = {0};
     struct wl_data *data = NULL;
     static char reps_used[16384] = "{";
+    static char stolen[16384] = "{";
+    size_t sl = 1;
     size_t rl = 1;
     for (int k = 0; k < nj; k++) {
         const struct job *j = &jobs[k];
@@ -601,6 +633,7 @@ int main(int argc, char **argv)
                 j->impl ? j->impl->name : "floor", el, left);
 
         struct wl_out out;
+        double steal0 = steal_ms();
         if (j->impl && j->impl->max_late && j->wl != WL_MEM) {
             /* Approximate: checked against its windows, then timed. */
             struct wl_out checked;
@@ -620,6 +653,17 @@ int main(int argc, char **argv)
                                    "%s\"%s/%u/%s\": %d", rl > 1 ? ", " : "",
                                    wl_names[j->wl], j->n,
                                    j->impl ? j->impl->name : "floor", out.reps);
+        double stole = steal_ms() - steal0;
+        if (stole > 0 && sl < sizeof stolen - 64) {
+            fprintf(stderr,
+                    "          the hypervisor took %.0f ms of CPU "
+                    "during this job\n",
+                    stole);
+            sl += (size_t)snprintf(stolen + sl, sizeof stolen - sl,
+                                   "%s\"%s/%u/%s\": %.0f", sl > 1 ? ", " : "",
+                                   wl_names[j->wl], j->n,
+                                   j->impl ? j->impl->name : "floor", stole);
+        }
         for (int m = 0; m < out.count; m++)
             report_add(j->impl ? j->impl->name : "floor", wl_names[j->wl], j->n,
                        out.metric[m], out.value[m]);
@@ -644,6 +688,8 @@ int main(int argc, char **argv)
     report_meta("versions", versions);
     snprintf(reps_used + rl, sizeof reps_used - rl, "}");
     report_meta("repetitions_cut_by_time_cap", reps_used);
+    snprintf(stolen + sl, sizeof stolen - sl, "}");
+    report_meta("cpu_steal_ms_by_job", stolen);
     snprintf(buf, sizeof buf, "%.1f", total);
     report_meta("total_seconds", buf);
     snprintf(buf, sizeof buf, "%" PRIu64, bench_fakeclock_elided());
