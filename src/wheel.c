@@ -386,6 +386,19 @@ static unsigned index_of(unsigned slot)
 
 /* ------------------------------------------------------------- filing */
 
+/* Append `link` to slot `slot`, whose start is `start`; a slot going from
+ * empty to not empty gets its occupancy bits and bound (a busy slot's are
+ * set already). */
+static inline __attribute__((always_inline)) void
+slot_append(struct rota_wheel *w, unsigned slot, uint64_t start,
+            struct rota_link *link)
+{
+    struct rota_link *head = &w->slot_[slot];
+    if (list_empty(head))
+        slot_filled(w, slot, start);
+    list_append(head, link);
+}
+
 /* Put a timer in the list its deadline implies relative to cur.  Inline
  * everywhere: it is most of a cascade's and a periodic fire's work. */
 static inline __attribute__((always_inline)) void
@@ -403,10 +416,7 @@ place_timer(struct rota_wheel *w, struct rota_timer *t, uint64_t deadline)
         level * ROTA_WHEEL_SLOTS + ((unsigned)(deadline >> shift) & LEVEL_MASK);
     /* The slot starts at the deadline with the digits below the level
      * cleared (the digits above are cur's). */
-    struct rota_link *head = &w->slot_[slot];
-    if (list_empty(head)) /* a busy slot's bits and bound are set already */
-        slot_filled(w, slot, deadline >> shift << shift);
-    list_append(head, &t->link_);
+    slot_append(w, slot, deadline >> shift << shift, &t->link_);
 }
 
 void rota__list_emptied(struct rota_wheel *w, struct rota_link *head)
@@ -527,10 +537,12 @@ file_in_cascade(struct rota_wheel *w, struct span c, struct rota_timer *t,
     unsigned shift = level * ROTA_WHEEL_BITS;
     unsigned index = (unsigned)(deadline >> shift) & LEVEL_MASK;
     unsigned slot = level * ROTA_WHEEL_SLOTS + index;
-    struct rota_link *head = &w->slot_[slot], *mark = &w->marks_[index];
+    uint64_t start = deadline >> shift << shift;
+    struct rota_link *mark = &w->marks_[index];
 
     if (deadline >= c.mid && deadline < c.end) {
         if (marked(w, index)) {
+            struct rota_link *head = &w->slot_[slot];
             if (filer == FRONT)
                 head = mark; /* appending to it puts t just before it */
             else if (filer == BACK)
@@ -539,17 +551,11 @@ file_in_cascade(struct rota_wheel *w, struct span c, struct rota_timer *t,
             return;
         }
         if (filer != FRONT) { /* the mark first, at the tail, then t */
-            if (list_empty(head))
-                slot_filled(w, slot, deadline >> shift << shift);
-            list_append(head, mark);
+            slot_append(w, slot, start, mark);
             w->marked_[index / 64] |= (uint64_t)1 << (index % 64);
-            list_append(head, &t->link_);
-            return;
         }
     }
-    if (list_empty(head))
-        slot_filled(w, slot, deadline >> shift << shift);
-    list_append(head, &t->link_);
+    slot_append(w, slot, start, &t->link_);
 }
 
 /* File a timer by its deadline_, minding an open cascade (see above). */
