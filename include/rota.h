@@ -536,7 +536,6 @@ static inline void rota__write_head(struct rota_timer *timer, uint64_t deadline,
  * written whole.  A store of part of it followed by a load of all of it
  * cannot be forwarded: the load would wait until the store reaches the
  * cache, behind cancel's two neighbour stores, which miss. */
-#define ROTA__TAG_ID_MAGIC UINT64_C(0xff000000ffffffff)
 #define ROTA__TAG_MAGIC ((uint64_t)ROTA__TIMER_MAGIC << 56)
 /* Private: the tag word of every idle timer is exactly ROTA__TAG_MAGIC, so
  * one compare against the wheel's idle_tags_ tells the inline arm both
@@ -568,15 +567,21 @@ ROTA_API int rota__arm_empty_slot(struct rota_wheel *wheel,
 static inline int rota__arm_fast(struct rota_wheel *wheel,
                                  struct rota_timer *timer, uint64_t deadline)
 {
-    unsigned level = (63u - (unsigned)__builtin_clzll(deadline ^ wheel->cur_)) /
-                     ROTA_WHEEL_BITS;
-    unsigned shift = level * ROTA_WHEEL_BITS;
-    unsigned slot = level * ROTA_WHEEL_SLOTS +
-                    ((unsigned)(deadline >> shift) & (ROTA_WHEEL_SLOTS - 1));
-    struct rota_link *head = &wheel->slot_[slot], *tail = head->prev;
+    /* The highest differing bit (63 ^ clz is bsr), its level's first bit
+     * (level * ROTA_WHEEL_BITS), and the slot's number: level *
+     * ROTA_WHEEL_SLOTS is that first bit times SLOTS / BITS.  Written so
+     * that the compiler computes each once, in 64 bits. */
+    unsigned top = 63u ^ (unsigned)__builtin_clzll(deadline ^ wheel->cur_);
+    size_t shift = top - top % ROTA_WHEEL_BITS;
+    size_t slot = shift * (ROTA_WHEEL_SLOTS / ROTA_WHEEL_BITS) +
+                  ((size_t)(deadline >> shift) & (ROTA_WHEEL_SLOTS - 1));
+    struct rota_link *head =
+        (struct rota_link *)(void *)((char *)wheel->slot_ +
+                                     slot * sizeof(struct rota_link));
+    struct rota_link *tail = head->prev;
 
     if (tail == head)
-        return rota__arm_empty_slot(wheel, timer, deadline, slot);
+        return rota__arm_empty_slot(wheel, timer, deadline, (unsigned)slot);
     timer->link_.prev = tail;
     timer->link_.next = head;
     tail->next = &timer->link_;
@@ -618,9 +623,10 @@ static inline int rota_timer_cancel(struct rota_wheel *wheel,
                                     struct rota_timer *timer)
 {
 #ifdef ROTA__INLINE_PATHS
-    /* A timer pending on this wheel (wheel ids are never 0). */
+    /* A one-shot timer pending on this wheel (wheel ids are never 0); a
+     * periodic one's tag word differs in policy_, and takes the call. */
     if (wheel != NULL && timer != NULL &&
-        (rota__tags(timer) & ROTA__TAG_ID_MAGIC) == wheel->pending_tags_) {
+        rota__tags(timer) == wheel->pending_tags_) {
         struct rota_link *prev = timer->link_.prev, *next = timer->link_.next;
         prev->next = next;
         next->prev = prev;
