@@ -13,11 +13,12 @@
 #   rota.h  include/rota.h with include/rota/version.h in place of its
 #           #include, then include/rota/clock.h: the core wheel and the clock
 #           helper, the whole API of both.
-#   rota.c  src/wheel.c, src/error.c, src/version.c and src/clock.c, after
-#           #include "rota.h".  An internal header one of them includes
-#           (src/<name>.h) is inlined once, where it is first included; a
-#           feature-test macro (#define _GNU_SOURCE ...) moves to the top of
-#           the file, above every system header.  Any other #include "..."
+#   rota.c  src/wheel.c, src/wheel_check.c, src/error.c, src/version.c and
+#           src/clock.c, after #include "rota.h".  An internal header one of
+#           them (or another internal header) includes, src/<name>.h, is
+#           inlined once, where it is first included; a feature-test
+#           macro (#define _GNU_SOURCE ...) moves to the top of the file,
+#           above every system header.  Any other #include "..."
 #           stops the script with an error naming it, so a change to the
 #           sources can never produce a single file that does not compile.
 # Both start with the licence, which must travel with every copy.
@@ -33,7 +34,8 @@ endif()
 set(src ${ROTA_SOURCE_DIR})
 
 # The sources, in order.  Headers: rota.h (with version.h) then clock.h.
-set(ROTA_SF_SOURCES src/wheel.c src/error.c src/version.c src/clock.c)
+set(ROTA_SF_SOURCES src/wheel.c src/wheel_check.c src/error.c src/version.c
+  src/clock.c)
 
 file(READ ${src}/LICENSE _license)
 file(READ ${src}/include/rota/version.h _version_h)

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wheel.c - rota's hierarchical timing wheel.
+ * wheel.c - rota's hierarchical timing wheel: the algorithm (filing,
+ * cascades, the passes that fire) and the calls that arm, touch and cancel
+ * timers.  The invariant checker and introspection, which walk the wheel
+ * and file nothing, are in wheel_check.c; the helpers both files read it
+ * with are in wheel_internal.h, and a debug build's checks in
+ * wheel_debug.h.
  *
  * THE WORKLOAD
  *   A server holds up to millions of timers: request timeouts and idle kicks
@@ -155,33 +160,17 @@
  *     misses that fill the queue; a prototype made W1 slower, not faster.
  */
 #include "rota.h"
-#include "wheel_debug.h" /* a debug build's checks (rota.h, DEBUG BUILDS) */
+#include "wheel_internal.h" /* shared with wheel_check.c */
 
 #include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
-#define LEVEL_MASK (ROTA_WHEEL_SLOTS - 1)
-#define SLOT_COUNT (ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS)
-
-_Static_assert(64 % ROTA_WHEEL_BITS == 0 &&
-                   64 / ROTA_WHEEL_BITS == ROTA_WHEEL_LEVELS,
-               "the levels cover uint64_t exactly");
-_Static_assert(SLOT_COUNT / 64 <= 32, "occupied_words_ has a bit per word");
-#ifndef TIMER_MAGIC /* a debug build's is another (wheel_debug.h) */
-#define TIMER_MAGIC ROTA__TIMER_MAGIC
-#endif
 #define POLICY_ONESHOT ROTA__ONESHOT
 /* policy_ of a periodic timer: its enum rota_missed + 1 (a one-shot is 0,
  * so a one-shot's tag word is the wheel's pending_tags_ as it is). */
 #define POLICY_OF(missed) ((unsigned)(missed) + 1u)
-
-/* The wheel's id, kept in the low half of its pending_tags_. */
-static inline uint32_t wheel_id(const struct rota_wheel *w)
-{
-    return (uint32_t)w->pending_tags_;
-}
 
 /*
  * A timer's deadline and its tags in one 16-byte store (see the essay: arm
@@ -235,115 +224,10 @@ static void set_idle(struct rota_timer *t)
 #endif
 }
 
-/* Every arm of an idle timer adds one; cancel, a last fire and drain take
- * one away (see write_head() for why there is no pending_ to store). */
-static uint64_t pending_count(const struct rota_wheel *w)
-{
-    const struct rota_stats *s = &w->stats_;
-    return s->armed - w->rearmed_ - s->cancelled - s->fired + w->refired_ -
-           s->drained;
-}
-
-/* ---------------------------------------------------------------- lists */
-
-static void list_init(struct rota_link *head)
-{
-    head->next = head;
-    head->prev = head;
-}
-
-static bool list_empty(const struct rota_link *head)
-{
-    return head->next == head;
-}
-
-static void list_append(struct rota_link *head, struct rota_link *node)
-{
-    struct rota_link *tail = head->prev;
-
-#ifdef ROTA_DEBUG
-    debug_list_ends(head);
-#endif
-    node->prev = tail;
-    node->next = head;
-    tail->next = node;
-    head->prev = node;
-}
-
-static void list_unlink(struct rota_link *node)
-{
-#ifdef ROTA_DEBUG
-    debug_walked(node);
-#endif
-    node->prev->next = node->next;
-    node->next->prev = node->prev;
-}
-
-/* Move every node of `from` to the end of `to`, leaving `from` empty. */
-static void list_move_all(struct rota_link *to, struct rota_link *from)
-{
-    if (list_empty(from))
-        return;
-#ifdef ROTA_DEBUG
-    debug_list_ends(from);
-    debug_list_ends(to);
-#endif
-    struct rota_link *first = from->next, *last = from->prev;
-    first->prev = to->prev;
-    to->prev->next = first;
-    last->next = to;
-    to->prev = last;
-    list_init(from);
-}
-
-static struct rota_timer *timer_of(struct rota_link *link)
-{
-#ifdef ROTA_DEBUG
-    debug_walked(link);
-#endif
-    return rota_container_of(link, struct rota_timer, link_);
-}
-
-/* ----------------------------------------------------------- geometry */
-
-static unsigned level_for(uint64_t deadline, uint64_t cur)
-{
-    /* deadline > cur, so the xor is not zero. */
-    unsigned top_bit = 63u - (unsigned)__builtin_clzll(deadline ^ cur);
-    return top_bit / ROTA_WHEEL_BITS;
-}
-
-static unsigned digit_at(uint64_t time, unsigned level)
-{
-    return (unsigned)(time >> (level * ROTA_WHEEL_BITS)) & LEVEL_MASK;
-}
-
-/* The first tick of slot `index` of `level`, in the block of time that
- * shares cur's digits above that level. */
-static uint64_t slot_start(uint64_t cur, unsigned level, unsigned index)
-{
-    unsigned shift = level * ROTA_WHEEL_BITS;
-    unsigned above = shift + ROTA_WHEEL_BITS;
-    uint64_t high = above >= 64 ? 0 : (cur >> above) << above;
-    return high | ((uint64_t)index << shift);
-}
-
-/* One past the last tick of that slot, saturating at UINT64_MAX. */
-static uint64_t slot_end(uint64_t start, unsigned level)
-{
-    uint64_t width = (uint64_t)1 << (level * ROTA_WHEEL_BITS);
-    return start > UINT64_MAX - width ? UINT64_MAX : start + width;
-}
-
 /* ---------------------------------------------------------- occupancy */
 
-/*
- * A slot's number is level * ROTA_WHEEL_SLOTS + index: its place in slot_
- * and its bit in occupied_, one bitmap for all levels in
- * which levels, then slots, are in due order (see the essay).
- * occupied_words_ has a bit per word of it.  So the next slot to come due
- * is the first set bit of the summary, then of that word: two ctz.
- */
+/* (The bitmaps' layout, and reading them: wheel_internal.h.) */
+
 /* A slot's list is about to go from empty to not empty: its occupancy
  * bits, and the bound on the next slot start (an occupied slot already
  * bounds it, so a busy slot needs neither). */
@@ -361,31 +245,6 @@ static void mark_empty(struct rota_wheel *w, unsigned slot)
     w->occupied_[slot / 64] = bits;
     if (bits == 0)
         w->occupied_words_ &= ~(1u << (slot / 64));
-}
-
-/* The next occupied slot's number, false when every slot is empty. */
-static bool first_occupied(const struct rota_wheel *w, unsigned *slot)
-{
-    if (w->occupied_words_ == 0)
-        return false;
-    unsigned word = (unsigned)__builtin_ctz(w->occupied_words_);
-    *slot = word * 64 + (unsigned)__builtin_ctzll(w->occupied_[word]);
-    return true;
-}
-
-static bool slot_occupied(const struct rota_wheel *w, unsigned slot)
-{
-    return (w->occupied_[slot / 64] >> (slot % 64)) & 1u;
-}
-
-static unsigned level_of(unsigned slot)
-{
-    return slot / ROTA_WHEEL_SLOTS;
-}
-
-static unsigned index_of(unsigned slot)
-{
-    return slot % ROTA_WHEEL_SLOTS;
 }
 
 /* ------------------------------------------------------------- filing */
@@ -467,23 +326,6 @@ static void cascade_open(struct rota_wheel *w, uint64_t start, unsigned level)
     w->cascade_mid_ = start + ((uint64_t)1 << ((level - 1) * ROTA_WHEEL_BITS));
 #endif
     w->idle_tags_ = ROTA__TAG_BUSY;
-}
-
-static bool is_mark(const struct rota_wheel *w, const struct rota_link *link)
-{
-    return (uintptr_t)link - (uintptr_t)w->marks_ < sizeof w->marks_;
-}
-
-static bool marked(const struct rota_wheel *w, unsigned index)
-{
-    return (w->marked_[index / 64] >> (index % 64)) & 1u;
-}
-
-_Static_assert(ROTA_WHEEL_SLOTS / 64 == 4, "marked_ is four words");
-
-static bool any_marked(const struct rota_wheel *w)
-{
-    return (w->marked_[0] | w->marked_[1] | w->marked_[2] | w->marked_[3]) != 0;
 }
 
 /* The cascade is done (or emptied by cancels, or drained): marks out. */
@@ -1287,22 +1129,6 @@ void rota_timer_init(struct rota_timer *t, rota_timer_fn *fn)
     write_head(t, 0, 0, POLICY_ONESHOT);
 }
 
-static int check_timer(const struct rota_wheel *w, const struct rota_timer *t)
-{
-    if (w == NULL || t == NULL)
-        return ROTA_EINVAL;
-    if (t->magic_ != TIMER_MAGIC)
-        return ROTA_EUNINIT;
-#ifdef ROTA_DEBUG
-    int rc = debug_check_timer(w, t);
-    if (rc != 0)
-        return rc;
-#endif
-    if (t->wheel_id_ != 0 && t->wheel_id_ != wheel_id(w))
-        return ROTA_EOTHERWHEEL;
-    return 0;
-}
-
 /* Saturate at the largest deadline and clamp to the wheel's now. */
 static uint64_t clamp_deadline(const struct rota_wheel *w, uint64_t deadline)
 {
@@ -1490,236 +1316,4 @@ bool rota_timer_pending(const struct rota_timer *t)
 uint64_t rota_timer_deadline(const struct rota_timer *t)
 {
     return t == NULL ? 0 : t->deadline_;
-}
-
-/* --------------------------------------------------------- invariants */
-
-#define FAIL(text)                                                             \
-    do {                                                                       \
-        if (why != NULL)                                                       \
-            *why = (text);                                                     \
-        return ROTA_ECORRUPT;                                                  \
-    } while (0)
-
-/*
- * Walk one list: links consistent, every timer pending on this wheel, and
- * its deadline folded into *earliest.  The checker must survive a corrupted
- * wheel (a pending timer passed to rota_timer_init(), freed or overwritten),
- * so a link is checked before it is followed and the walk stops after
- * *budget timers in all lists (more than the pending count means a cycle).
- * `floor` is the earliest deadline a timer on this list may have.
- */
-static int check_list(const struct rota_wheel *w, const struct rota_link *head,
-                      uint64_t floor, const struct rota_link *mark,
-                      uint64_t *count, uint64_t *budget, uint64_t *earliest,
-                      const char **why)
-{
-    if (head->next == NULL || head->prev == NULL)
-        FAIL("a list head has a NULL link");
-    for (const struct rota_link *n = head->next; n != head; n = n->next) {
-        const struct rota_timer *t =
-            rota_container_of(n, const struct rota_timer, link_);
-        if ((*budget)-- == 0)
-            FAIL("the lists hold more timers than are pending (a cycle?)");
-        if (n->next == NULL || n->prev == NULL)
-            FAIL("a timer on a list has a NULL link (re-initialised or "
-                 "overwritten while pending?)");
-        if (n->next->prev != n || n->prev->next != n)
-            FAIL("broken list links");
-        if (is_mark(w, n)) {
-            if (n != mark)
-                FAIL("a cascade mark in a list that is not its target");
-            mark = NULL; /* once */
-            (*budget)++;
-            continue;
-        }
-        if (t->magic_ != TIMER_MAGIC || t->wheel_id_ != wheel_id(w))
-            FAIL("timer on a list is not pending on this wheel");
-#ifdef ROTA_DEBUG
-        if (!debug_sealed(t))
-            FAIL("timer on a list fails its seal (freed, overwritten or "
-                 "moved while pending)");
-#endif
-        if (t->deadline_ < floor)
-            FAIL("timer filed after its deadline");
-        if (t->deadline_ < *earliest)
-            *earliest = t->deadline_;
-        (*count)++;
-    }
-    return 0;
-}
-
-int rota_wheel_check(const struct rota_wheel *w, const char **why)
-{
-    uint64_t count = 0, earliest = ROTA_NEVER;
-
-    if (w == NULL) {
-        if (why != NULL)
-            *why = "NULL wheel";
-        return ROTA_EINVAL; /* a bad argument, not a corrupt wheel */
-    }
-    uint64_t budget = pending_count(w) + 1;
-    if (w->cur_ > w->now_)
-        FAIL("cur is after now");
-    if (!w->in_pass_ && !list_empty(&w->deferred_))
-        FAIL("deferred timers outside a pass");
-    if (check_list(w, &w->due_, 0, NULL, &count, &budget, &earliest, why) ||
-        check_list(w, &w->deferred_, 0, NULL, &count, &budget, &earliest,
-                   why) ||
-        check_list(w, &w->cascade_, w->cur_, NULL, &count, &budget, &earliest,
-                   why))
-        return ROTA_ECORRUPT;
-    if (!list_empty(&w->cascade_) &&
-        (w->cascade_end_ <= w->cur_ || w->next_step_ > w->cur_))
-        FAIL("a cascade is pending but the wheel does not know it");
-    if (w->idle_tags_ !=
-        (w->cascade_end_ != 0 ? ROTA__TAG_BUSY : ROTA__TAG_MAGIC))
-        FAIL("the inline arm is on during a cascade, or off without one");
-    if (w->cascade_end_ != 0
-            ? w->cascade_mid_ <= w->cur_ || w->cascade_mid_ > w->cascade_end_
-            : w->cascade_mid_ != 0)
-        FAIL("the cascade's bounds are out of order");
-    /* A mark is in a list exactly when its bit is set, and only while a
-     * cascade is open; the slot walk below finds each in its target. */
-    unsigned marks = 0;
-    for (unsigned index = 0; index < ROTA_WHEEL_SLOTS; index++) {
-        if (marked(w, index) != (w->marks_[index].next != NULL))
-            FAIL("a cascade mark and its bit disagree");
-        marks += marked(w, index);
-    }
-    if (marks != 0 && w->cascade_end_ == 0)
-        FAIL("a cascade mark is left with no cascade open");
-    unsigned target_level = 0;
-    if (marks != 0)
-        target_level = level_for(w->cascade_mid_, w->cur_);
-    if (wheel_id(w) == 0 ||
-        (w->pending_tags_ & ~(uint64_t)UINT32_MAX) != ROTA__TAG_MAGIC)
-        FAIL("the wheel's tag word is damaged");
-    uint64_t first_start = ROTA_NEVER;
-    for (unsigned level = 0; level < ROTA_WHEEL_LEVELS; level++) {
-        unsigned cur_digit = digit_at(w->cur_, level);
-        for (unsigned index = 0; index < ROTA_WHEEL_SLOTS; index++) {
-            unsigned slot = level * ROTA_WHEEL_SLOTS + index;
-            const struct rota_link *head = &w->slot_[slot];
-            bool bit = slot_occupied(w, slot);
-            if (head->next == NULL)
-                FAIL("a slot's list head has a NULL link");
-            if (bit != !list_empty(head))
-                FAIL("occupancy bit disagrees with the slot's list");
-            if (list_empty(head))
-                continue;
-            if (index <= cur_digit)
-                FAIL("occupied slot at or behind the hand");
-            uint64_t start = slot_start(w->cur_, level, index);
-            if (start < first_start)
-                first_start = start;
-            const struct rota_link *mark = NULL;
-            if (marks != 0 && level == target_level && marked(w, index))
-                mark = &w->marks_[index];
-            if (check_list(w, head, start, mark, &count, &budget, &earliest,
-                           why))
-                return ROTA_ECORRUPT;
-            if (mark != NULL &&
-                (mark->next->prev != mark || mark->prev->next != mark))
-                FAIL("a cascade mark is not in its target");
-            marks -= mark != NULL;
-        }
-    }
-    if (marks != 0)
-        FAIL("a cascade mark is not in its target");
-    for (unsigned word = 0; word < SLOT_COUNT / 64; word++)
-        if ((w->occupied_[word] != 0) != ((w->occupied_words_ >> word) & 1u))
-            FAIL("summary bit disagrees with its bitmap word");
-    if (count != pending_count(w))
-        FAIL("pending count disagrees with the lists");
-    if (w->next_step_ > first_start)
-        FAIL("next_step is later than the first occupied slot");
-    /* Outside a pass the idle path relies on these two. */
-    if (!w->in_pass_ && !list_empty(&w->due_) && w->next_step_ > w->cur_)
-        FAIL("next_step is later than a due timer");
-    if (!w->in_pass_ && w->earliest_ != 0 && w->next_step_ > w->earliest_)
-        FAIL("next_step is later than the cached earliest deadline");
-    /* Early is allowed: after rota_timer_touch_at_unchecked() the cache may
-     * hold an old deadline (rota.h); later than a pending deadline never. */
-    if (w->earliest_ != 0 && w->earliest_ > earliest)
-        FAIL("cached earliest deadline is later than a pending one");
-    if (why != NULL)
-        *why = NULL;
-    return 0;
-}
-
-/* ------------------------------------------------------ introspection */
-
-int rota_timer_remaining(const struct rota_wheel *w, const struct rota_timer *t,
-                         uint64_t *ticks)
-{
-    if (ticks != NULL)
-        *ticks = 0;
-    if (ticks == NULL)
-        return ROTA_EINVAL;
-    int rc = check_timer(w, t);
-    if (rc != 0)
-        return rc;
-    if (t->wheel_id_ == 0)
-        return 0;
-    /* A deadline at or before now is due (clamped on arm; or left by a
-     * limited call, or a deferred timer of the current pass). */
-    *ticks = t->deadline_ > w->now_ ? t->deadline_ - w->now_ : 0;
-    return 1;
-}
-
-/*
- * in_pass_ is non-zero while a pass runs callbacks; a walk sets a bit of
- * its own, so that advance(), advance_max(), expire() and drain() - which
- * already refuse to run inside a pass - refuse inside a visitor too, at no
- * cost to anyone: no new check on any path but foreach's own.
- */
-#define IN_FOREACH 0x2u
-
-/* Visit one list's timers.  The next link is read before the visitor
- * runs, so that it may cancel (unlink) the timer it is given.  Returns the
- * visitor's nonzero answer, or 0. */
-static int visit_list(struct rota_wheel *w, struct rota_link *head,
-                      rota_visit_fn *visit, void *arg)
-{
-    for (struct rota_link *n = head->next, *next; n != head; n = next) {
-        next = n->next;
-        if (!is_mark(w, n) && visit(w, timer_of(n), arg) != 0)
-            return 1;
-    }
-    return 0;
-}
-
-static int walk(struct rota_wheel *w, rota_visit_fn *visit, void *arg)
-{
-    if (visit_list(w, &w->due_, visit, arg) ||
-        visit_list(w, &w->cascade_, visit, arg) ||
-        visit_list(w, &w->deferred_, visit, arg))
-        return 1;
-    /* The occupied slots through the bitmaps.  A word is copied before its
-     * slots are visited: a cancel that empties a slot clears its bit in
-     * the wheel, not in the copy, and changes no other slot. */
-    for (unsigned word = 0; word < SLOT_COUNT / 64; word++) {
-        if (!((w->occupied_words_ >> word) & 1u))
-            continue;
-        for (uint64_t bits = w->occupied_[word]; bits != 0; bits &= bits - 1) {
-            unsigned slot = word * 64 + (unsigned)__builtin_ctzll(bits);
-            if (visit_list(w, &w->slot_[slot], visit, arg))
-                return 1;
-        }
-    }
-    return 0;
-}
-
-int rota_wheel_foreach(struct rota_wheel *w, rota_visit_fn *visit, void *arg)
-{
-    if (w == NULL || visit == NULL)
-        return ROTA_EINVAL;
-    if (w->in_pass_ & IN_FOREACH)
-        return ROTA_EBUSY;
-    uint8_t was = w->in_pass_;
-    w->in_pass_ = (uint8_t)(was | IN_FOREACH);
-    int rc = walk(w, visit, arg);
-    w->in_pass_ = was;
-    return rc;
 }

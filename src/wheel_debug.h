@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wheel_debug.h - the checks of a debug build (ROTA_DEBUG), for wheel.c.
+ * wheel_debug.h - the checks of a debug build (ROTA_DEBUG), for wheel.c
+ * and wheel_check.c.
  *
  * rota.h (DEBUG BUILDS) says what a debug build catches and how it reports
  * it; this says how it finds it.  Nothing here exists in a normal build but

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wheel_internal.h - how to read a wheel, shared by wheel.c and
+ * wheel_check.c: its constants and tag words, the circular lists, the
+ * geometry of levels and slots, the occupancy bitmaps, the cascade marks,
+ * and the checks every call given a timer makes first.  What the
+ * structure is, and why, is wheel.c's design essay; what changes it
+ * (filing, cascades, passes) is wheel.c too.
+ *
+ * Everything is static inline, as it was static in wheel.c: a few
+ * instructions each, which every file inlines where it uses them.
+ * Included after rota.h, not from here: the single-file rota.c inlines
+ * this file and holds rota.h's text only once.
+ */
+#ifndef ROTA_WHEEL_INTERNAL_H
+#define ROTA_WHEEL_INTERNAL_H
+
+#include "wheel_debug.h" /* a debug build's checks (rota.h, DEBUG BUILDS) */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LEVEL_MASK (ROTA_WHEEL_SLOTS - 1)
+#define SLOT_COUNT (ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS)
+
+_Static_assert(64 % ROTA_WHEEL_BITS == 0 &&
+                   64 / ROTA_WHEEL_BITS == ROTA_WHEEL_LEVELS,
+               "the levels cover uint64_t exactly");
+_Static_assert(SLOT_COUNT / 64 <= 32, "occupied_words_ has a bit per word");
+#ifndef TIMER_MAGIC /* a debug build's is another (wheel_debug.h) */
+#define TIMER_MAGIC ROTA__TIMER_MAGIC
+#endif
+
+/* The wheel's id, kept in the low half of its pending_tags_. */
+static inline uint32_t wheel_id(const struct rota_wheel *w)
+{
+    return (uint32_t)w->pending_tags_;
+}
+
+/* Every arm of an idle timer adds one; cancel, a last fire and drain take
+ * one away (wheel.c: write_head() says why there is no pending_ to
+ * store). */
+static inline uint64_t pending_count(const struct rota_wheel *w)
+{
+    const struct rota_stats *s = &w->stats_;
+    return s->armed - w->rearmed_ - s->cancelled - s->fired + w->refired_ -
+           s->drained;
+}
+
+/* ---------------------------------------------------------------- lists */
+
+static inline void list_init(struct rota_link *head)
+{
+    head->next = head;
+    head->prev = head;
+}
+
+static inline bool list_empty(const struct rota_link *head)
+{
+    return head->next == head;
+}
+
+static inline void list_append(struct rota_link *head, struct rota_link *node)
+{
+    struct rota_link *tail = head->prev;
+
+#ifdef ROTA_DEBUG
+    debug_list_ends(head);
+#endif
+    node->prev = tail;
+    node->next = head;
+    tail->next = node;
+    head->prev = node;
+}
+
+static inline void list_unlink(struct rota_link *node)
+{
+#ifdef ROTA_DEBUG
+    debug_walked(node);
+#endif
+    node->prev->next = node->next;
+    node->next->prev = node->prev;
+}
+
+/* Move every node of `from` to the end of `to`, leaving `from` empty. */
+static inline void list_move_all(struct rota_link *to, struct rota_link *from)
+{
+    if (list_empty(from))
+        return;
+#ifdef ROTA_DEBUG
+    debug_list_ends(from);
+    debug_list_ends(to);
+#endif
+    struct rota_link *first = from->next, *last = from->prev;
+    first->prev = to->prev;
+    to->prev->next = first;
+    last->next = to;
+    to->prev = last;
+    list_init(from);
+}
+
+static inline struct rota_timer *timer_of(struct rota_link *link)
+{
+#ifdef ROTA_DEBUG
+    debug_walked(link);
+#endif
+    return rota_container_of(link, struct rota_timer, link_);
+}
+
+/* ----------------------------------------------------------- geometry */
+
+static inline unsigned level_for(uint64_t deadline, uint64_t cur)
+{
+    /* deadline > cur, so the xor is not zero. */
+    unsigned top_bit = 63u - (unsigned)__builtin_clzll(deadline ^ cur);
+    return top_bit / ROTA_WHEEL_BITS;
+}
+
+static inline unsigned digit_at(uint64_t time, unsigned level)
+{
+    return (unsigned)(time >> (level * ROTA_WHEEL_BITS)) & LEVEL_MASK;
+}
+
+/* The first tick of slot `index` of `level`, in the block of time that
+ * shares cur's digits above that level. */
+static inline uint64_t slot_start(uint64_t cur, unsigned level, unsigned index)
+{
+    unsigned shift = level * ROTA_WHEEL_BITS;
+    unsigned above = shift + ROTA_WHEEL_BITS;
+    uint64_t high = above >= 64 ? 0 : (cur >> above) << above;
+    return high | ((uint64_t)index << shift);
+}
+
+/* One past the last tick of that slot, saturating at UINT64_MAX. */
+static inline uint64_t slot_end(uint64_t start, unsigned level)
+{
+    uint64_t width = (uint64_t)1 << (level * ROTA_WHEEL_BITS);
+    return start > UINT64_MAX - width ? UINT64_MAX : start + width;
+}
+
+/* ---------------------------------------------------------- occupancy */
+
+/*
+ * A slot's number is level * ROTA_WHEEL_SLOTS + index: its place in slot_
+ * and its bit in occupied_, one bitmap for all levels in which levels,
+ * then slots, are in due order (see wheel.c's essay).  occupied_words_ has
+ * a bit per word of it.  So the next slot to come due is the first set bit
+ * of the summary, then of that word: two ctz.  (Setting and clearing the
+ * bits is filing's work, in wheel.c.)
+ */
+
+/* The next occupied slot's number, false when every slot is empty. */
+static inline bool first_occupied(const struct rota_wheel *w, unsigned *slot)
+{
+    if (w->occupied_words_ == 0)
+        return false;
+    unsigned word = (unsigned)__builtin_ctz(w->occupied_words_);
+    *slot = word * 64 + (unsigned)__builtin_ctzll(w->occupied_[word]);
+    return true;
+}
+
+static inline bool slot_occupied(const struct rota_wheel *w, unsigned slot)
+{
+    return (w->occupied_[slot / 64] >> (slot % 64)) & 1u;
+}
+
+static inline unsigned level_of(unsigned slot)
+{
+    return slot / ROTA_WHEEL_SLOTS;
+}
+
+static inline unsigned index_of(unsigned slot)
+{
+    return slot % ROTA_WHEEL_SLOTS;
+}
+
+/* ------------------------------------------------------ cascade marks */
+
+/* The marks of an open cascade (wheel.c, "cascades"): whether a link is a
+ * mark rather than a timer, whether target `index` holds its mark, and
+ * whether any does. */
+static inline bool is_mark(const struct rota_wheel *w,
+                           const struct rota_link *link)
+{
+    return (uintptr_t)link - (uintptr_t)w->marks_ < sizeof w->marks_;
+}
+
+static inline bool marked(const struct rota_wheel *w, unsigned index)
+{
+    return (w->marked_[index / 64] >> (index % 64)) & 1u;
+}
+
+_Static_assert(ROTA_WHEEL_SLOTS / 64 == 4, "marked_ is four words");
+
+static inline bool any_marked(const struct rota_wheel *w)
+{
+    return (w->marked_[0] | w->marked_[1] | w->marked_[2] | w->marked_[3]) != 0;
+}
+
+/* ---------------------------------------------------- timer arguments */
+
+/* What every call given a timer checks first: both pointers, the marker
+ * rota_timer_init() wrote, a debug build's seal and links, and that a
+ * pending timer is pending on this wheel.  0, or the error to return. */
+static inline int check_timer(const struct rota_wheel *w,
+                              const struct rota_timer *t)
+{
+    if (w == NULL || t == NULL)
+        return ROTA_EINVAL;
+    if (t->magic_ != TIMER_MAGIC)
+        return ROTA_EUNINIT;
+#ifdef ROTA_DEBUG
+    int rc = debug_check_timer(w, t);
+    if (rc != 0)
+        return rc;
+#endif
+    if (t->wheel_id_ != 0 && t->wheel_id_ != wheel_id(w))
+        return ROTA_EOTHERWHEEL;
+    return 0;
+}
+
+#endif /* ROTA_WHEEL_INTERNAL_H */
