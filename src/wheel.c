@@ -165,7 +165,6 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <string.h>
 
 #define POLICY_ONESHOT ROTA__ONESHOT
 /* policy_ of a periodic timer: its enum rota_missed + 1 (a one-shot is 0,
@@ -231,7 +230,7 @@ static void set_idle(struct rota_timer *t)
 /* A slot's list is about to go from empty to not empty: its occupancy
  * bits, and the bound on the next slot start (an occupied slot already
  * bounds it, so a busy slot needs neither). */
-static void slot_filled(struct rota_wheel *w, unsigned slot, uint64_t start)
+static void slot_filled(struct rota_wheel *w, size_t slot, uint64_t start)
 {
     w->occupied_[slot / 64] |= (uint64_t)1 << (slot % 64);
     w->occupied_words_ |= 1u << (slot / 64);
@@ -253,10 +252,10 @@ static void mark_empty(struct rota_wheel *w, unsigned slot)
  * empty to not empty gets its occupancy bits and bound (a busy slot's are
  * set already). */
 static inline __attribute__((always_inline)) void
-slot_append(struct rota_wheel *w, unsigned slot, uint64_t start,
+slot_append(struct rota_wheel *w, size_t slot, uint64_t start,
             struct rota_link *link)
 {
-    struct rota_link *head = &w->slot_[slot];
+    struct rota_link *head = rota__slot_head(w, slot);
     if (list_empty(head))
         slot_filled(w, slot, start);
     list_append(head, link);
@@ -273,10 +272,7 @@ place_timer(struct rota_wheel *w, struct rota_timer *t, uint64_t deadline)
             w->next_step_ = deadline;
         return;
     }
-    unsigned level = level_for(deadline, w->cur_);
-    unsigned shift = level * ROTA_WHEEL_BITS;
-    unsigned slot =
-        level * ROTA_WHEEL_SLOTS + ((unsigned)(deadline >> shift) & LEVEL_MASK);
+    size_t shift, slot = rota__slot_for(deadline, w->cur_, &shift);
     /* The slot starts at the deadline with the digits below the level
      * cleared (the digits above are cur's). */
     slot_append(w, slot, deadline >> shift << shift, &t->link_);
@@ -379,10 +375,8 @@ file_in_cascade(struct rota_wheel *w, struct span c, struct rota_timer *t,
         place_timer(w, t, deadline);
         return;
     }
-    unsigned level = level_for(deadline, c.cur);
-    unsigned shift = level * ROTA_WHEEL_BITS;
-    unsigned index = (unsigned)(deadline >> shift) & LEVEL_MASK;
-    unsigned slot = level * ROTA_WHEEL_SLOTS + index;
+    size_t shift, slot = rota__slot_for(deadline, c.cur, &shift);
+    unsigned index = (unsigned)slot & LEVEL_MASK;
     uint64_t start = deadline >> shift << shift;
     struct rota_link *mark = &w->marks_[index];
 
