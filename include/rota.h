@@ -525,8 +525,8 @@ ROTA_API void rota__list_emptied(struct rota_wheel *wheel,
  * bit: the slot starts at deadline >> *shift << *shift.  The level is that
  * of the highest bit in which the two differ (63 ^ clz is that bit).
  * Written from the level's first bit, in size_t, so that compilers find no
- * divide and no widening and compute a slot's address once: gcc 12 spends
- * 7 fewer instructions per arm than on level-first unsigned arithmetic. */
+ * divide and no widening: gcc 12 spends 7 fewer instructions per arm than
+ * on level-first unsigned arithmetic. */
 static inline size_t rota__slot_for(uint64_t deadline, uint64_t cur,
                                     size_t *shift)
 {
