@@ -113,8 +113,12 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     if (marks != 0 && w->cascade_end_ == 0)
         FAIL("a cascade mark is left with no cascade open");
     unsigned target_level = 0;
-    if (marks != 0)
-        target_level = level_for(w->cascade_mid_, w->cur_);
+    if (marks != 0) { /* a cascade is open: cascade_mid_ > cur_ (above) */
+        size_t shift;
+        target_level =
+            (unsigned)(rota__slot_for(w->cascade_mid_, w->cur_, &shift) /
+                       ROTA_WHEEL_SLOTS);
+    }
     if (wheel_id(w) == 0 ||
         (w->pending_tags_ & ~(uint64_t)UINT32_MAX) != ROTA__TAG_MAGIC)
         FAIL("the wheel's tag word is damaged");

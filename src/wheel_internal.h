@@ -110,13 +110,6 @@ static inline struct rota_timer *timer_of(struct rota_link *link)
 
 /* ----------------------------------------------------------- geometry */
 
-static inline unsigned level_for(uint64_t deadline, uint64_t cur)
-{
-    /* deadline > cur, so the xor is not zero. */
-    unsigned top_bit = 63u - (unsigned)__builtin_clzll(deadline ^ cur);
-    return top_bit / ROTA_WHEEL_BITS;
-}
-
 static inline unsigned digit_at(uint64_t time, unsigned level)
 {
     return (unsigned)(time >> (level * ROTA_WHEEL_BITS)) & LEVEL_MASK;
