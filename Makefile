@@ -11,6 +11,10 @@
 #                       with $(BENCH_ARGS) (W1-W5, MEM, FLOOR), then
 #                       bench_keyed (W6) and rota_bench_service (S1, S2);
 #                       BENCH_ARGS=--quick makes all three a smoke run
+#   make bench-counts   Release build in build-release/, then instructions
+#                       and data references per operation for rota,
+#                       wheel-bare and hashed-rounds under valgrind
+#                       (bench/counts.sh; N=$(COUNTS_N))
 #   make bench-server   Release build in build-server/, runs the idle
 #                       server's figures (examples/idle-server/README.md)
 #   make bench-cache    Release build in build-cache/, redis-benchmark
@@ -35,6 +39,7 @@ CMAKE ?= cmake
 CLANG_FORMAT ?= clang-format
 PREFIX ?= /usr/local
 BENCH_ARGS ?=
+COUNTS_N ?= 10000 1000000
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # -Werror only in CI: a new compiler's new warning must not stop a user's
@@ -53,7 +58,7 @@ FORMAT_DIRS := $(wildcard include src tests bench examples fuzz)
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null) \
                $(wildcard *.c *.h)
 
-.PHONY: all build debug test bench bench-server bench-cache install format \
+.PHONY: all build debug test bench bench-counts bench-server bench-cache install format \
 	format-check license-check refs-check abi-update single-file clean
 
 all: build
@@ -87,6 +92,14 @@ bench:
 	build-release/bench/bench_keyed $(filter --quick,$(BENCH_ARGS))
 	@echo "== S1/S2 (threaded service): rota_bench_service =="
 	build-release/bench/rota_bench_service $(filter --quick,$(BENCH_ARGS))
+
+bench-counts:
+	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release \
+		-DROTA_BUILD_BENCH=ON -DROTA_BUILD_TESTS=OFF -DROTA_BUILD_EXAMPLES=OFF \
+		-DROTA_SANITIZE= -DROTA_BUILD_FUZZ=OFF -DROTA_WERROR=$(WERROR)
+	$(CMAKE) --build build-release -j $(JOBS) --target rota_counts
+	bash bench/counts.sh -o build-release/counts.tsv \
+		build-release/bench/rota_counts $(COUNTS_N)
 
 # The bench-server target (examples/idle-server/CMakeLists.txt) builds the
 # server and the load generator and runs bench_server.sh.

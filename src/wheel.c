@@ -133,7 +133,7 @@
  *   - the compiler's arithmetic: the slot's number computed level first,
  *     in unsigned, made gcc divide and multiply back, widen the number
  *     twice and build the slot's address twice: 7 of the 78 instructions
- *     of a cancel + arm (bench/callgrind_ops.c), now rota__slot_for()
+ *     of a cancel + arm (then bench/callgrind_ops.c), now rota__slot_for()
  *     and rota__slot_head().
  *   What is left on the fast paths: argument and tag checks, the
  *   statistics counters, the earliest-deadline cache and the emptied-slot
