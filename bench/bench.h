@@ -66,6 +66,10 @@ struct bench_impl {
     void (*rearm)(void *impl, uint32_t id, uint64_t deadline);
     void (*arm_periodic)(void *impl, uint32_t id, uint64_t first,
                          uint64_t period);
+    /* Optional: cancel a timer armed by arm_periodic(), for a library
+     * whose periodic timers are another type than its one-shots (rota's
+     * struct rota_periodic); NULL: cancel() does. */
+    void (*cancel_periodic)(void *impl, uint32_t id);
     void (*advance)(void *impl, uint64_t now);
     /* W7 only, optional: advance with a limit on the call's work (the
      * library's own unit); returns true when work is left, and the loop

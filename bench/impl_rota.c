@@ -9,8 +9,9 @@
  * array of connections would use it: the callback finds the array from the
  * wheel with rota_container_of, so no id field is stored).  arm =
  * rota_timer_arm_at, cancel = rota_timer_cancel, advance =
- * rota_wheel_advance, periodic = rota_timer_arm_periodic_at
- * (ROTA_MISSED_SKIP; never late here anyway).
+ * rota_wheel_advance, periodic = rota_periodic_arm_at (ROTA_MISSED_SKIP;
+ * never late here anyway) on an array of struct rota_periodic made at the
+ * first periodic arm, as a user who needs periodic timers embeds those.
  * Three variants differ only in W2's re-arm:
  *   "rota"        uses rota_timer_touch_at, the refresh rota.h tells users to
  *                 write (checks the timer, then a later deadline is a
@@ -46,8 +47,21 @@
 struct rota_impl {
     struct rota_wheel wheel;
     struct rota_timer *nodes;
+    struct rota_periodic *periodic; /* W5's timers, NULL until then */
+    uint32_t n;
     bool in_callback;
 };
+
+static void on_fire_periodic(struct rota_wheel *wheel, struct rota_timer *timer,
+                             uint64_t late)
+{
+    struct rota_impl *r = rota_container_of(wheel, struct rota_impl, wheel);
+    struct rota_periodic *p =
+        rota_container_of(timer, struct rota_periodic, timer);
+
+    (void)late;
+    bench_fired((uint32_t)(p - r->periodic));
+}
 
 static void on_fire(struct rota_wheel *wheel, struct rota_timer *timer,
                     uint64_t late)
@@ -66,6 +80,8 @@ static void *create(uint32_t n, uint64_t now)
     if (!r)
         bench_die("rota: out of memory");
     r->in_callback = false;
+    r->periodic = NULL;
+    r->n = n;
     r->nodes = malloc((size_t)n * sizeof *r->nodes);
     if (!r->nodes)
         bench_die("rota: out of memory for %u nodes", n);
@@ -83,6 +99,7 @@ static void destroy(void *impl)
 {
     struct rota_impl *r = impl;
     free(r->nodes);
+    free(r->periodic);
     free(r);
 }
 
@@ -125,10 +142,26 @@ static void arm_periodic(void *impl, uint32_t id, uint64_t first,
                          uint64_t period)
 {
     struct rota_impl *r = impl;
-    int rc = rota_timer_arm_periodic_at(&r->wheel, &r->nodes[id], first, period,
-                                        ROTA_MISSED_SKIP);
+    if (r->periodic == NULL) {
+        r->periodic = malloc((size_t)r->n * sizeof *r->periodic);
+        if (!r->periodic)
+            bench_die("rota: out of memory for %u periodic timers", r->n);
+        for (uint32_t i = 0; i < r->n; i++)
+            rota_periodic_init(&r->periodic[i], on_fire_periodic);
+    }
+    int rc = rota_periodic_arm_at(&r->wheel, &r->periodic[id], first, period,
+                                  ROTA_MISSED_SKIP);
     if (rc != 0)
-        bench_die("rota_timer_arm_periodic_at: %s", rota_strerror(rc));
+        bench_die("rota_periodic_arm_at: %s", rota_strerror(rc));
+}
+
+static void cancel_periodic(void *impl, uint32_t id)
+{
+    struct rota_impl *r = impl;
+    int rc = rota_timer_cancel(&r->wheel, &r->periodic[id].timer);
+    if (rc != 1)
+        bench_die("rota_timer_cancel returned %d for a pending periodic timer",
+                  rc);
 }
 
 static void advance(void *impl, uint64_t now)
@@ -244,6 +277,7 @@ const struct bench_impl impl_rota_slack = {
     .cancel = cancel,
     .rearm = slack_touch,
     .arm_periodic = arm_periodic,
+    .cancel_periodic = cancel_periodic,
     .advance = advance,
     .advance_max = advance_max,
     .version = rota_version,
@@ -261,6 +295,7 @@ const struct bench_impl impl_rota = {
     .cancel = cancel,
     .rearm = touch,
     .arm_periodic = arm_periodic,
+    .cancel_periodic = cancel_periodic,
     .advance = advance,
     .advance_max = advance_max,
     .version = rota_version,
@@ -276,6 +311,7 @@ const struct bench_impl impl_rota_arm = {
     .cancel = cancel,
     .rearm = arm,
     .arm_periodic = arm_periodic,
+    .cancel_periodic = cancel_periodic,
     .advance = advance,
     .version = rota_version,
 };
@@ -290,6 +326,7 @@ const struct bench_impl impl_rota_store = {
     .cancel = cancel,
     .rearm = touch_unchecked,
     .arm_periodic = arm_periodic,
+    .cancel_periodic = cancel_periodic,
     .advance = advance,
     .version = rota_version,
 };

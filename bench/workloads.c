@@ -614,7 +614,10 @@ static void run_w5(const struct config *cfg, const struct bench_impl *impl,
                           impl->name, n, r, i, period[i], counts[i],
                           cfg->w5_ticks, cfg->w5_ticks, period[i], most,
                           least < most ? " or one less (late)" : "");
-            impl->cancel(h, i);
+            if (impl->cancel_periodic)
+                impl->cancel_periodic(h, i);
+            else
+                impl->cancel(h, i);
         }
         t[r] = fires ? dt * 1e9 / (double)fires : 0;
     }

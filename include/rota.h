@@ -24,9 +24,9 @@
  *   A function that is given a point in time for a timer says in its name
  *   which kind: `_at` takes absolute deadlines, `_in` a delay counted from
  *   the component's now.  Here: rota_timer_arm_at(), rota_timer_touch_at(),
- *   rota_timer_arm_periodic_at() (its first deadline),
  *   rota_timer_arm_range_at() and rota_timer_touch_range_at() (a window of
- *   two deadlines), and rota_timer_arm_in() (from the wheel's `now`).  In
+ *   two deadlines), rota_periodic_arm_at() (its first deadline), and
+ *   rota_timer_arm_in() (from the wheel's `now`).  In
  *   rota/service.h arm, periodic arm and touch come in both kinds
  *   (rota_service_arm_at(), rota_service_arm_in(), ...; `_in` counts from
  *   the service clock's time when the call reads it), in rota/keyed.h set
@@ -88,16 +88,21 @@
  * ERRORS
  *   Functions that can fail return 0 (or a documented non-negative value) on
  *   success and a negative ROTA_E* code on failure; rota_strerror() gives the
- *   message.  Every misuse the library can detect is reported, never
- *   undefined: NULL pointers, a timer that was never passed to
- *   rota_timer_init() (a marker byte is checked), a timer pending on another
- *   wheel, re-entering the wheel from its own callback.  Zeroed memory, and
- *   all but 1 in 256 patterns of other bytes, lack the marker.  What the
- *   marker cannot see is memory that still holds it: a timer's memory
- *   reused or copied without rota_timer_init() is accepted and keeps its old
- *   callback, and rota_timer_init() of a pending timer, or a pending timer
- *   freed or moved without rota_timer_cancel() or rota_timer_relocate(),
- *   corrupts the wheel's lists.  A debug build catches those (next).
+ *   message.  What every build reports: NULL pointers, a timer in zeroed
+ *   memory that was never passed to rota_timer_init() (ROTA_EUNINIT: static
+ *   and calloc()ed objects, `= {0}`), re-entering the wheel from its own
+ *   callback, and, in the calls that are not inline, a copy of a pending
+ *   timer (its list does not point to it: ROTA_EUNINIT).  A timer is 32
+ *   bytes and records nothing but its links, deadline and callback, so the
+ *   rest is the caller's word in a normal build, and a debug build (next)
+ *   checks it: that a pending timer is pending on the wheel passed
+ *   (ROTA_EOTHERWHEEL), memory never initialised that holds other bytes
+ *   than zeroes (a normal build may take it for a pending timer and follow
+ *   its bytes as links), a timer's memory reused or copied without
+ *   rota_timer_init() (accepted with its old callback), and
+ *   rota_timer_init() of a pending timer, or a pending timer freed or moved
+ *   without rota_timer_cancel() or rota_timer_relocate() (which corrupt the
+ *   wheel's lists).  Run your tests against a debug build.
  *
  * DEBUG BUILDS
  *   A library built with ROTA_DEBUG (cmake -DROTA_DEBUG=ON, `make debug`,
@@ -126,17 +131,25 @@
  *     without rota_timer_cancel() or rota_timer_relocate()"
  *         the same when the culprit cannot be told: the neighbour that
  *         does not point back still looks like a valid timer.
- *   How: a timer carries a 16-bit seal of its address, callback, period,
- *   tags and (while idle) deadline, which the library renews at each
- *   change and checks at each call and on each timer it walks; a link is
- *   checked against its neighbour's before it is followed or written, and
- *   list walks do not read ahead.  Not caught: memory that still holds,
+ *     ROTA_EOTHERWHEEL, without a report
+ *         a pending timer passed with another wheel than its own, found
+ *         by following its list to the list's head (within 1,024 timers;
+ *         past that the call is taken at its word).
+ *   How: a timer carries a 16-bit seal of its address, callback, state and
+ *   (while idle) deadline, kept in the callback pointer's top 16 bits on a
+ *   64-bit target (user-space code addresses leave them 0; a callback
+ *   above 2^48 is refused with a report) and in a field of its own on a
+ *   32-bit one, so a debug build's timer is the size of a normal one.  The
+ *   library renews the seal at each change and checks it at each call and
+ *   on each timer it walks; a link is checked against its neighbour's
+ *   before it is followed or written, and list walks do not read ahead.  Not caught: memory that still holds,
  *   unchanged, the idle timer the library left at that address (a pool
  *   that keeps objects intact hands back a valid timer, old callback and
  *   all: nothing tells the two apart), an overwrite that happens to give a
  *   valid seal (1 in 65,536; a copy less than 256 KiB away never does),
- *   and rota_timer_touch_at_unchecked(), which calls nothing.  Memory truly returned to malloc is read by the checks like
- *   any other; run ASan or valgrind to catch those reads themselves.
+ *   and rota_timer_touch_at_unchecked(), which calls nothing.  Memory
+ *   truly returned to malloc is read by the checks like any other; run
+ *   ASan or valgrind to catch those reads themselves.
  *
  *   A report calls the handler given to rota_debug_set_handler(); the
  *   default writes "rota: MISUSE (timer 0xADDRESS)" to stderr and calls
@@ -146,9 +159,9 @@
  *   aborts all the same, since the wheel cannot go on.  It may also
  *   longjmp() out; the wheel must not be used afterwards.
  *
- *   Your own code needs no flag and no rebuild: a debug build marks its
- *   timers with another marker byte, so the inline paths of rota.h,
- *   compiled in your code, hand every call to the library.  The cost is
+ *   Your own code needs no flag and no rebuild: a debug build's wheels
+ *   turn rota.h's inline paths off, so that code, compiled in your
+ *   program, hands every call to the library.  The cost is
  *   that call, the checks, and no read-ahead in list walks (an arm and a
  *   cancel run about 7 times the instructions of a normal build's), for
  *   tests and debugging.  What a debug build holds you to: drain a wheel
@@ -160,10 +173,11 @@
  *   header was found at build time.  A normal build (ROTA_DEBUG off) has
  *   none of this: its code is the same as if the option did not exist.
  *
- * SIZES (64-bit; on i386 36 bytes and about 18 KiB)
- *   sizeof(struct rota_timer) == 48 bytes; sizeof(struct rota_wheel) is about
- *   37 KiB (8 levels x 256 slot heads, 256 cascade marks, bitmaps and
- *   counters).
+ * SIZES (64-bit; on i386 24 bytes, 40 and about 18 KiB)
+ *   sizeof(struct rota_timer) == 32 bytes (links, deadline, callback): a
+ *   million timers in 32 MiB; sizeof(struct rota_periodic) == 56;
+ *   sizeof(struct rota_wheel) is about 37 KiB (8 levels x 256 slot heads,
+ *   256 cascade marks, bitmaps and counters).
  */
 #ifndef ROTA_H
 #define ROTA_H
@@ -290,20 +304,41 @@ struct rota_link {
     struct rota_link *prev;
 };
 
-/* Embed in your own object.  All fields are private: use the functions. */
+/*
+ * Embed in your own object.  All fields are private: use the functions.
+ * 32 bytes on 64-bit targets, 24 on 32-bit ones: a million timers fill
+ * 32 MiB, what a server CPU's last-level cache holds.
+ */
 struct rota_timer {
-    /* private.  What rota_timer_touch_at() reads and writes comes first, in
-     * 16 bytes that never straddle a cache line in an array of timers: a
-     * touch misses the cache at most once, and arm writes them in one
-     * store. */
-    uint64_t deadline_; /* current deadline; may be later than the slot's */
-    uint32_t wheel_id_; /* which wheel it is pending on, 0 when idle */
-    uint16_t spare_;    /* always 0 */
-    uint8_t policy_;    /* 0 one-shot; enum rota_missed + 1 if periodic */
-    uint8_t magic_;     /* set by rota_timer_init(), checked by every call */
+    /* private.  While the timer is pending, link_ holds it in one of the
+     * wheel's lists.  While it is idle, link_.prev is ROTA__IDLE (a value
+     * no pointer to a link can have) and link_.next means nothing; memory
+     * never given to rota_timer_init(), zeroed memory included, is neither
+     * idle nor pending, and the calls that check see it (ERRORS). */
     struct rota_link link_;
-    uint64_t period_; /* of a periodic timer; not read for a one-shot */
-    rota_timer_fn *fn_;
+    uint64_t deadline_; /* current deadline; may be later than the slot's */
+    rota_timer_fn *fn_; /* the callback; a periodic timer's is
+                           rota__periodic_fire (a debug build keeps its
+                           seal in the top bits of a 64-bit pointer) */
+#if UINTPTR_MAX <= 0xffffffffu
+    uint32_t seal_; /* 32-bit targets: a debug build's seal; otherwise 0 */
+#endif
+};
+
+/*
+ * A periodic timer: a timer and its schedule.  Embed it in your own object
+ * and pass &periodic->timer to every call that takes a timer (cancel,
+ * touch, rota_timer_deadline(), ...); its callback receives that same
+ * pointer, and rota_container_of(timer, struct rota_periodic, timer) gives
+ * the struct back.  Kept apart from struct rota_timer so that the timers
+ * of the common case, one-shots, carry no period.
+ */
+struct rota_periodic {
+    struct rota_timer timer;
+    /* private */
+    uint64_t period_;
+    rota_timer_fn *fn_; /* the caller's callback */
+    uint8_t missed_;    /* enum rota_missed */
 };
 
 /* Recover the object that embeds `ptr` as its `member`. */
@@ -318,9 +353,9 @@ struct rota_timer {
 ROTA_API void rota_timer_init(struct rota_timer *timer, rota_timer_fn *fn);
 
 /* Arm at an absolute deadline (saturated to ROTA_MAX_DEADLINE, clamped to the
- * wheel's `now`).  Arming a pending timer re-arms it: it moves, and a
- * periodic timer becomes one-shot.  O(1).  0 or ROTA_EINVAL, ROTA_EUNINIT,
- * ROTA_EOTHERWHEEL.
+ * wheel's `now`).  Arming a pending timer re-arms it: it moves (a periodic
+ * timer keeps its period, continuing from the new deadline).  O(1).  0 or
+ * ROTA_EINVAL, ROTA_EUNINIT, ROTA_EOTHERWHEEL.
  *
  * Defined inline below: arming an idle timer at a future deadline, the
  * common case, is filed in the caller without a call; every other case goes
@@ -339,21 +374,32 @@ static inline int rota_timer_arm_in(struct rota_wheel *wheel,
                                     struct rota_timer *timer, uint64_t delay);
 
 /*
- * Arm a periodic timer: first at `first_deadline`, then every `period` ticks
- * on the schedule first_deadline + k * period, so it does not drift: a fire
- * late by less than a period is followed by the next point of the schedule,
- * whatever the policy.  `missed` says what to do when a call finds it one
- * period or more behind (enum rota_missed; only ROTA_MISSED_DELAY then
- * moves the schedule, to now + k * period).  The timer
- * stays pending after each fire until cancelled (a schedule that would pass
- * ROTA_MAX_DEADLINE ends after its last fire).  0, or ROTA_EINVAL (period 0,
- * bad policy) and the errors of rota_timer_arm_at().
+ * Prepare a periodic timer, as rota_timer_init() prepares a timer: `fn`
+ * runs at each fire, with &periodic->timer.  The timer stays periodic
+ * until rota_timer_init() is called on periodic->timer.
  */
-ROTA_API int rota_timer_arm_periodic_at(struct rota_wheel *wheel,
-                                        struct rota_timer *timer,
-                                        uint64_t first_deadline,
-                                        uint64_t period,
-                                        enum rota_missed missed);
+ROTA_API void rota_periodic_init(struct rota_periodic *periodic,
+                                 rota_timer_fn *fn);
+
+/*
+ * Arm (or re-arm) a periodic timer: first at `first_deadline`, then every
+ * `period` ticks on the schedule first_deadline + k * period, so it does
+ * not drift: a fire late by less than a period is followed by the next
+ * point of the schedule, whatever the policy.  `missed` says what to do
+ * when a call finds it one period or more behind (enum rota_missed; only
+ * ROTA_MISSED_DELAY then moves the schedule, to now + k * period).  The
+ * timer stays pending after each fire until cancelled (a schedule that
+ * would pass ROTA_MAX_DEADLINE ends after its last fire).
+ * rota_timer_arm_at() and rota_timer_touch_at() of periodic->timer move
+ * its next fire and keep the period and policy: the schedule continues from
+ * the new deadline.  0, or ROTA_EINVAL (period 0, bad policy, or memory
+ * that rota_periodic_init() did not prepare) and the errors of
+ * rota_timer_arm_at().
+ */
+ROTA_API int rota_periodic_arm_at(struct rota_wheel *wheel,
+                                  struct rota_periodic *periodic,
+                                  uint64_t first_deadline, uint64_t period,
+                                  enum rota_missed missed);
 
 /*
  * Move a pending timer's deadline.  The idle-connection refresh path: when
@@ -461,7 +507,7 @@ ROTA_API uint64_t rota_timer_deadline(const struct rota_timer *timer);
 
 /* Counters since rota_wheel_init(); read them with rota_wheel_stats(). */
 struct rota_stats {
-    uint64_t armed;     /* arm_at, arm_in, arm_periodic_at, earlier touches */
+    uint64_t armed;     /* arm_at, arm_in, periodic_arm_at, earlier touches */
     uint64_t fired;     /* callbacks run plus timers handed to expire() */
     uint64_t cancelled; /* cancels that found the timer pending */
     uint64_t touched;   /* touches that moved a deadline later */
@@ -475,13 +521,17 @@ struct rota_stats {
 struct rota_wheel {
     /* private.  The first 64 bytes hold what the inline arm, cancel and
      * touch read. */
-    uint64_t now_;          /* latest time the caller gave */
-    uint64_t cur_;          /* time the lists are filed against (<= now_) */
-    uint64_t next_step_;    /* lower bound of the next slot that comes due */
-    uint64_t earliest_;     /* exact earliest deadline, 0 when not known */
-    uint64_t pending_tags_; /* tag word of a one-shot pending here: id, magic */
-    uint64_t idle_tags_;    /* an idle timer's tag word, another value while a
-                            slot is half cascaded (no inline arm then) */
+    uint64_t now_;       /* latest time the caller gave */
+    uint64_t cur_;       /* time the lists are filed against (<= now_) */
+    uint64_t next_step_; /* lower bound of the next slot that comes due */
+    uint64_t earliest_;  /* exact earliest deadline, 0 when not known */
+    /* The inline arm files a timer whose link_.prev equals idle_mark_:
+     * ROTA__IDLE, or ROTA__NO_INLINE while a slot is half cascaded and
+     * always in a debug build.  The inline cancel and touch take a timer
+     * whose link_.prev is above pending_above_ for pending: ROTA__IDLE's
+     * value, or UINTPTR_MAX in a debug build. */
+    struct rota_link *idle_mark_;
+    uintptr_t pending_above_;
     uint32_t occupied_words_; /* bit i: occupied_[i] != 0 */
     uint8_t in_pass_;
     uint8_t reserved_[3];
@@ -504,14 +554,12 @@ struct rota_wheel {
     struct rota_link marks_[ROTA_WHEEL_SLOTS];
 };
 
-/* rota_timer_init() writes this into magic_; anything else means "never
- * initialised".  Private. */
-#define ROTA__TIMER_MAGIC 0xa5u
-/* The marker of a debug build's timers (see DEBUG BUILDS): no inline path
- * accepts it, so every call goes to the library's checks.  Private. */
-#define ROTA__TIMER_MAGIC_DEBUG 0xd6u
-/* policy_ of a one-shot timer.  Private. */
-#define ROTA__ONESHOT 0u
+/* link_.prev of an idle timer: not the address of any link (odd, and in
+ * the first page, which no C object occupies).  Private. */
+#define ROTA__IDLE ((struct rota_link *)(uintptr_t)5u)
+/* The wheel's idle_mark_ when no timer may take the inline arm: another
+ * such value, which no timer's link_.prev holds.  Private. */
+#define ROTA__NO_INLINE ((struct rota_link *)(uintptr_t)3u)
 
 /* Private, for the inline functions: a list the caller just emptied by
  * unlinking its last timer; clears the slot's occupancy bit if `head` is a
@@ -523,10 +571,10 @@ ROTA_API void rota__list_emptied(struct rota_wheel *wheel,
 /* Private: the number (level * ROTA_WHEEL_SLOTS + digit) of the slot a
  * deadline later than `cur` is filed in, and in *shift its level's first
  * bit: the slot starts at deadline >> *shift << *shift.  The level is that
- * of the highest bit in which the two differ (63 ^ clz is that bit).
- * Written from the level's first bit, in size_t, so that compilers find no
- * divide and no widening: gcc 12 spends 7 fewer instructions per arm than
- * on level-first unsigned arithmetic. */
+ * of the highest bit in which the two differ (63 ^ clz is that bit).  The
+ * one spelling of the slot geometry for rota.h's inline arm and wheel.c
+ * (whose essay says why it is written from the level's first bit, in
+ * size_t). */
 static inline size_t rota__slot_for(uint64_t deadline, uint64_t cur,
                                     size_t *shift)
 {
@@ -537,10 +585,8 @@ static inline size_t rota__slot_for(uint64_t deadline, uint64_t cur,
 }
 #endif
 
-/* Private: slot `slot`'s list head, &wheel->slot_[slot], from a byte offset.
- * Written so because from &slot_[slot] gcc 12 builds the address twice,
- * once for the head and once for head->prev: 3 more instructions per arm
- * in rota_bench's W1, and 2% more in all of its W5 (callgrind). */
+/* Private: slot `slot`'s list head, &wheel->slot_[slot], from a byte offset
+ * (wheel.c's essay: what an operation costs). */
 static inline struct rota_link *rota__slot_head(struct rota_wheel *wheel,
                                                 size_t slot)
 {
@@ -551,35 +597,15 @@ static inline struct rota_link *rota__slot_head(struct rota_wheel *wheel,
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) &&                            \
     __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define ROTA__INLINE_PATHS 1
-/* Private: a timer's deadline and its tag word (wheel id, spare 0, policy,
- * magic) in one 16-byte store (see wheel.c: what an operation costs). */
-static inline void rota__write_head(struct rota_timer *timer, uint64_t deadline,
-                                    uint64_t tags)
+/* Private: a timer's two links in one 16-byte store. */
+static inline void rota__write_links(struct rota_timer *timer,
+                                     struct rota_link *next,
+                                     struct rota_link *prev)
 {
-    typedef uint64_t rota__two_words __attribute__((vector_size(16)));
-    rota__two_words head = {deadline, tags};
-    __builtin_memcpy(timer, &head, sizeof head);
-}
-
-/* Private: the tag word (wheel_id_ | spare_ | policy_ | magic_), read and
- * written whole.  A store of part of it followed by a load of all of it
- * cannot be forwarded: the load would wait until the store reaches the
- * cache, behind cancel's two neighbour stores, which miss. */
-#define ROTA__TAG_MAGIC ((uint64_t)ROTA__TIMER_MAGIC << 56)
-/* Private: the tag word of every idle timer is exactly ROTA__TAG_MAGIC, so
- * one compare against the wheel's idle_tags_ tells the inline arm both
- * "idle, initialised" and "no half-done cascade" (idle_tags_ is then
- * ROTA__TAG_BUSY, which no timer carries: its spare bits are set). */
-#define ROTA__TAG_BUSY (ROTA__TAG_MAGIC | UINT64_C(0xffff) << 32)
-static inline uint64_t rota__tags(const struct rota_timer *timer)
-{
-    uint64_t tags;
-    __builtin_memcpy(&tags, &timer->wheel_id_, sizeof tags);
-    return tags;
-}
-static inline void rota__set_tags(struct rota_timer *timer, uint64_t tags)
-{
-    __builtin_memcpy(&timer->wheel_id_, &tags, sizeof tags);
+    typedef uintptr_t rota__two_links
+        __attribute__((vector_size(2 * sizeof(uintptr_t))));
+    rota__two_links links = {(uintptr_t)next, (uintptr_t)prev};
+    __builtin_memcpy(&timer->link_, &links, sizeof links);
 }
 
 /* Private: rota__arm_fast() when the slot's list is empty (wheel.c: its
@@ -601,11 +627,10 @@ static inline int rota__arm_fast(struct rota_wheel *wheel,
 
     if (tail == head)
         return rota__arm_empty_slot(wheel, timer, deadline, (unsigned)slot);
-    timer->link_.prev = tail;
-    timer->link_.next = head;
+    rota__write_links(timer, head, tail);
+    timer->deadline_ = deadline;
     tail->next = &timer->link_;
     head->prev = &timer->link_;
-    rota__write_head(timer, deadline, wheel->pending_tags_); /* one-shot */
     wheel->stats_.armed++;
     if (deadline < wheel->earliest_) /* never true while unknown (0) */
         wheel->earliest_ = deadline;
@@ -620,7 +645,7 @@ static inline int rota_timer_arm_at(struct rota_wheel *wheel,
     /* An idle timer, no slot half cascaded by a limited advance, and a
      * deadline after now (so not due, nothing to clamp). */
     if (wheel != NULL && timer != NULL &&
-        rota__tags(timer) == wheel->idle_tags_ && deadline > wheel->now_ &&
+        timer->link_.prev == wheel->idle_mark_ && deadline > wheel->now_ &&
         deadline <= ROTA_MAX_DEADLINE)
         return rota__arm_fast(wheel, timer, deadline);
 #endif
@@ -642,14 +667,16 @@ static inline int rota_timer_cancel(struct rota_wheel *wheel,
                                     struct rota_timer *timer)
 {
 #ifdef ROTA__INLINE_PATHS
-    /* A one-shot timer pending on this wheel (wheel ids are never 0); a
-     * periodic one's tag word differs in policy_, and takes the call. */
+    /* A pending timer: its prev link is a pointer, not ROTA__IDLE and not
+     * the NULL of memory never initialised (both at most pending_above_).
+     * That it is pending on this wheel is the caller's word here; a debug
+     * build checks it (every call goes to the library there). */
     if (wheel != NULL && timer != NULL &&
-        rota__tags(timer) == wheel->pending_tags_) {
+        (uintptr_t)timer->link_.prev > wheel->pending_above_) {
         struct rota_link *prev = timer->link_.prev, *next = timer->link_.next;
         prev->next = next;
         next->prev = prev;
-        rota__set_tags(timer, ROTA__TAG_MAGIC); /* idle */
+        timer->link_.prev = ROTA__IDLE;
         wheel->stats_.cancelled++;
         if (timer->deadline_ == wheel->earliest_)
             wheel->earliest_ = 0; /* the cached earliest may be gone */
@@ -665,20 +692,23 @@ static inline int rota_timer_touch_at(struct rota_wheel *wheel,
                                       struct rota_timer *timer,
                                       uint64_t deadline)
 {
-    /* The common case only: a timer pending on this wheel (wheel ids are
-     * never 0) moved to a later deadline that needs no clamping.  The timer
-     * stays where it is filed; the wheel checks it when its slot comes due.
-     * This mirrors the store path of rota_timer_touch_at_noinline(). */
+    /* The common cases only: a pending timer moved to a later deadline that
+     * needs no clamping (a store: the timer stays where it is filed, and
+     * the wheel checks it when its slot comes due), or to the deadline it
+     * has (nothing).  This mirrors rota_timer_touch_at_noinline(). */
     if (wheel != NULL && timer != NULL &&
-        timer->wheel_id_ == (uint32_t)wheel->pending_tags_ &&
-        timer->magic_ == ROTA__TIMER_MAGIC && deadline > timer->deadline_ &&
+        (uintptr_t)timer->link_.prev > wheel->pending_above_ &&
         deadline >= wheel->now_ && deadline <= ROTA_MAX_DEADLINE) {
         uint64_t old = timer->deadline_;
-        timer->deadline_ = deadline;
-        wheel->stats_.touched++;
-        if (old == wheel->earliest_) /* the cached earliest may be gone */
-            wheel->earliest_ = 0;
-        return 0;
+        if (deadline > old) {
+            timer->deadline_ = deadline;
+            wheel->stats_.touched++;
+            if (old == wheel->earliest_) /* the cached earliest may go */
+                wheel->earliest_ = 0;
+            return 0;
+        }
+        if (deadline == old)
+            return 0;
     }
     return rota_timer_touch_at_noinline(wheel, timer, deadline);
 }
@@ -687,15 +717,15 @@ static inline int rota_timer_touch_range_at(struct rota_wheel *wheel,
                                             struct rota_timer *timer,
                                             uint64_t earliest, uint64_t latest)
 {
-    /* The common cases only: pending here and a window that needs no
-     * clamping; the deadline already inside it (nothing to do, not even a
-     * store) or before it (a touch to the window's pick: a store, as
+    /* The common cases only: pending and a window that needs no clamping;
+     * the deadline already inside it (nothing to do, not even a store) or
+     * before it (a touch to the window's pick: a store, as
      * rota_timer_touch_at() does).  Everything else goes to
      * rota_timer_touch_range_at_noinline(), which has the same contract. */
     if (wheel != NULL && timer != NULL &&
-        timer->wheel_id_ == (uint32_t)wheel->pending_tags_ &&
-        timer->magic_ == ROTA__TIMER_MAGIC && earliest >= wheel->now_ &&
-        earliest <= latest && latest <= ROTA_MAX_DEADLINE) {
+        (uintptr_t)timer->link_.prev > wheel->pending_above_ &&
+        earliest >= wheel->now_ && earliest <= latest &&
+        latest <= ROTA_MAX_DEADLINE) {
         uint64_t old = timer->deadline_;
         if (old >= earliest && old <= latest)
             return 0;
@@ -717,11 +747,11 @@ static inline int rota_timer_touch_range_at(struct rota_wheel *wheel,
 /*
  * The touch that is one store: give a later deadline to a timer the caller
  * knows is pending on this wheel, checking nothing.  Preconditions, the
- * caller's to keep (builds without NDEBUG assert them): the timer is pending
- * on `wheel`, and current deadline <= `deadline` <= ROTA_MAX_DEADLINE.  The
- * intended caller is an idle-connection refresh: now + a fixed timeout, with
- * a clock that does not go back, on a timer that stays pending until it
- * fires and its connection closes.
+ * caller's to keep (builds without NDEBUG assert what they can): the timer
+ * is pending on `wheel`, and current deadline <= `deadline` <=
+ * ROTA_MAX_DEADLINE.  The intended caller is an idle-connection refresh:
+ * now + a fixed timeout, with a clock that does not go back, on a timer
+ * that stays pending until it fires and its connection closes.
  *
  * Why it is worth having: rota_timer_touch_at() must read the timer before it
  * may write it, and on a timer that is not in the cache that read holds up
@@ -740,11 +770,9 @@ static inline void rota_timer_touch_at_unchecked(struct rota_wheel *wheel,
                                                  struct rota_timer *timer,
                                                  uint64_t deadline)
 {
-    assert(wheel != NULL && timer != NULL &&
-           (timer->magic_ == ROTA__TIMER_MAGIC ||
-            timer->magic_ == ROTA__TIMER_MAGIC_DEBUG) &&
-           timer->wheel_id_ == (uint32_t)wheel->pending_tags_ &&
-           deadline >= timer->deadline_ && deadline <= ROTA_MAX_DEADLINE);
+    assert(wheel != NULL && timer != NULL && timer->link_.prev != NULL &&
+           timer->link_.prev != ROTA__IDLE && deadline >= timer->deadline_ &&
+           deadline <= ROTA_MAX_DEADLINE);
     (void)wheel;
     timer->deadline_ = deadline;
 }

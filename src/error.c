@@ -5,7 +5,7 @@
  * a program links against either. */
 #include "rota.h"
 
-#include "wheel_debug.h"
+#include "wheel_internal.h" /* and through it wheel_debug.h */
 
 const char *rota_strerror(int error)
 {

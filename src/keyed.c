@@ -14,7 +14,7 @@
  *   dependent touches.
  *
  * THE STRUCTURE
- *   One array of 72-byte slots, linear probing, a power of two long.  A
+ *   One array of 56-byte slots, linear probing, a power of two long.  A
  *   slot holds the whole entry: a 32-bit hash (its top bit always set, so
  *   0 marks an empty slot and 1 a TOMB, below), the key length, the key
  *   (up to 8 bytes in the slot, zero-padded and compared as one word;
@@ -193,8 +193,8 @@
 #define MOVES_PER_STEP 8u
 #define VISITS_PER_STEP 128u
 
-/* One slot: 72 bytes.  What a lookup compares comes first, the timer's hot
- * 16 bytes right after the value, so a set touches bytes 0-40. */
+/* One slot: 56 bytes.  What a lookup compares comes first, the timer's
+ * links and deadline right after the value, so a set touches bytes 0-48. */
 struct slot {
     uint32_t hash; /* the key's hash | OCCUPIED, 0 (empty) or TOMB */
     uint32_t key_len;

@@ -214,8 +214,8 @@ static int arm(struct rota_service *svc, uint64_t deadline, uint64_t period,
     uint32_t gen = gen_of(atomic_load_explicit(&r->word, memory_order_relaxed));
     r->fn = fn;
     r->arg = arg;
-    r->period = period;
-    r->policy = (uint8_t)missed;
+    r->pt.period_ = period;
+    r->pt.missed_ = (uint8_t)missed;
     atomic_store_explicit(&r->shard, home, memory_order_relaxed);
     atomic_store_explicit(&r->word,
                           (uint64_t)gen << 32 | F_LIVE |
@@ -318,8 +318,8 @@ static int touch(struct rota_service *svc, struct rota_service_handle h,
         rota__service_unstage(sh, r);
         rota__service_file(sh, r, deadline, true);
         rc = 0;
-    } else if ((w & F_LIVE) && rota_timer_pending(&r->timer)) {
-        rc = rota_timer_touch_at(&sh->wheel, &r->timer, deadline);
+    } else if ((w & F_LIVE) && rota_timer_pending(&r->pt.timer)) {
+        rc = rota_timer_touch_at(&sh->wheel, &r->pt.timer, deadline);
     }
     if (rc == 0)
         bump(&sh->touched, 1);
@@ -380,8 +380,8 @@ static int cancel(struct rota_service *svc, struct rota_service_handle h,
     /* Still under the lock: the service thread cannot fire it meanwhile. */
     if (r->sband != STAGE_NONE)
         rota__service_unstage(sh, r);
-    else if (rota_timer_pending(&r->timer))
-        rota_timer_cancel(&sh->wheel, &r->timer);
+    else if (rota_timer_pending(&r->pt.timer))
+        rota_timer_cancel(&sh->wheel, &r->pt.timer);
     if (freed) {
         rota__service_free_locked(svc, sh, r, h.index);
     }

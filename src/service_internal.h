@@ -92,22 +92,23 @@ static inline bool is_free(uint64_t w)
 
 /* Two cache lines: the first holds all that arm, cancel and touch use
  * (a cancel of a random timer among many costs one miss on it, plus the
- * wheel neighbours' first lines); the second what firing uses. */
+ * wheel neighbours' first lines); the second what firing uses.  The timer
+ * is a periodic one (rota.h, struct rota_periodic) whose period is 0 for a
+ * one-shot record: the wheel fires it once; its period_ and missed_ are
+ * the record's period (ticks) and policy. */
 struct rec {
     alignas(64) _Atomic uint64_t word;
-    struct rota_timer timer; /* under the shard's lock */
     _Atomic uint32_t shard;  /* the shard it is armed on */
     uint32_t free_next;      /* free chain link */
+    struct rota_periodic pt; /* under the shard's lock */
 
     _Atomic uint64_t due; /* deadline of the first owed fire */
-    uint64_t period;      /* ticks; 0 for a one-shot timer */
     uint64_t last_fire;   /* deadline of the last fire owed */
     rota_service_fn *fn;
     void *arg;
     uint32_t index;
     uint32_t wnext; /* dispatch / worker queue link; for a free
                                 record heading a depot batch, the next batch */
-    uint8_t policy;
     /* Staging, under the shard's lock: the band list the record waits on
      * (STAGE_NONE when it is not staged, STAGE_FAR on the far vector),
      * its deadline's offset in that band, and the list links (on the far
@@ -119,7 +120,7 @@ struct rec {
 
 #if UINTPTR_MAX == UINT64_MAX
 _Static_assert(sizeof(struct rec) == 128, "a record is two cache lines");
-_Static_assert(offsetof(struct rec, due) == 64,
+_Static_assert(offsetof(struct rec, pt.timer) + sizeof(struct rota_timer) <= 64,
                "what arm and cancel touch fits in the first line");
 #endif
 

@@ -290,8 +290,8 @@ int rota_service_stop(struct rota_service *svc, rota_service_handback_fn *fn,
             ;
         if (mine && r->sband != STAGE_NONE)
             rota__service_unstage(sh, r);
-        else if (mine && rota_timer_pending(&r->timer))
-            rota_timer_cancel(&sh->wheel, &r->timer);
+        else if (mine && rota_timer_pending(&r->pt.timer))
+            rota_timer_cancel(&sh->wheel, &r->pt.timer);
         rota__unlock(&sh->mu);
         if (!mine)
             continue;
@@ -429,9 +429,9 @@ int rota__service_check_all(struct rota_service *svc, const char **why)
         rota__lock(&sh->mu);
         uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
         bool staged = r->sband != STAGE_NONE;
-        bool filed = rota_timer_pending(&r->timer) || staged;
+        bool filed = rota_timer_pending(&r->pt.timer) || staged;
         rota__unlock(&sh->mu);
-        if (staged && rota_timer_pending(&r->timer))
+        if (staged && rota_timer_pending(&r->pt.timer))
             BAD("staged record also filed in the wheel");
         if (r->index != i)
             BAD("record index does not match its place in the slab");

@@ -57,7 +57,7 @@ int rota__service_add_chunk(struct rota_service *svc)
         r->free_next = (i + 1) % MAG != 0 ? r->index + 1 : NIL;
         r->wnext = NIL;
         r->sband = STAGE_NONE;
-        rota_timer_init(&r->timer, rota__service_on_fire);
+        rota_periodic_init(&r->pt, rota__service_on_fire);
     }
     svc->chunk_raw[c] = raw;
     svc->chunk_bytes[c] = bytes;

@@ -248,11 +248,11 @@ void rota__service_file(struct shard *sh, struct rec *r, uint64_t deadline,
         return;
     }
     r->sband = STAGE_NONE;
-    if (r->period != 0)
-        rota_timer_arm_periodic_at(&sh->wheel, &r->timer, deadline, r->period,
-                                   (enum rota_missed)r->policy);
+    if (r->pt.period_ != 0)
+        rota_periodic_arm_at(&sh->wheel, &r->pt, deadline, r->pt.period_,
+                             (enum rota_missed)r->pt.missed_);
     else
-        rota_timer_arm_at(&sh->wheel, &r->timer, deadline);
+        rota_timer_arm_at(&sh->wheel, &r->pt.timer, deadline);
 }
 
 /*
@@ -335,12 +335,12 @@ bool rota__service_stage_pump(struct shard *sh, uint64_t now)
             struct rec *r = rec_at(sh->svc, sh->stage_head[b]);
             rota__service_unstage(sh, r);
             uint64_t deadline = base | r->soff;
-            if (r->period != 0)
-                rota_timer_arm_periodic_at(&sh->wheel, &r->timer, deadline,
-                                           r->period,
-                                           (enum rota_missed)r->policy);
+            if (r->pt.period_ != 0)
+                rota_periodic_arm_at(&sh->wheel, &r->pt, deadline,
+                                     r->pt.period_,
+                                     (enum rota_missed)r->pt.missed_);
             else
-                rota_timer_arm_at(&sh->wheel, &r->timer, deadline);
+                rota_timer_arm_at(&sh->wheel, &r->pt.timer, deadline);
         }
         sh->stage_next++;
     }

@@ -35,7 +35,7 @@ static void invoke(struct rota_service *svc, struct rec *r, uint32_t gen,
     uint64_t now = now_ns(svc);
     ev.late_ns = now > ev.deadline_ns ? now - ev.deadline_ns : 0;
     bump(&ts->fired, 1);
-    if (r->period == 0)
+    if (r->pt.period_ == 0)
         bump(&ts->expired, 1);
     bump(&ts->late[late_bucket(ev.late_ns)], 1);
     rota__service_tl_cb.svc = svc;
@@ -57,7 +57,7 @@ void rota__service_on_fire(struct rota_wheel *wheel, struct rota_timer *timer,
 {
     struct shard *sh = rota_container_of(wheel, struct shard, wheel);
     struct rota_service *svc = sh->svc;
-    struct rec *r = rota_container_of(timer, struct rec, timer);
+    struct rec *r = rota_container_of(timer, struct rec, pt.timer);
     uint64_t deadline = rota_wheel_now(wheel) - late;
     uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
     uint64_t nw;
@@ -71,8 +71,9 @@ void rota__service_on_fire(struct rota_wheel *wheel, struct rota_timer *timer,
          * a BURST fire that follows on from the last one can be added;
          * others (SKIP, DELAY, or the first boundary after a touch) are
          * folded into the fire already waiting. */
-        if (owed != 0 && (r->policy != ROTA_MISSED_BURST || owed == OWED_MAX ||
-                          deadline != r->last_fire + r->period)) {
+        if (owed != 0 &&
+            (r->pt.missed_ != ROTA_MISSED_BURST || owed == OWED_MAX ||
+             deadline != r->last_fire + r->pt.period_)) {
             bump(&svc->ts[0].merged, 1);
             return;
         }
@@ -134,7 +135,7 @@ static void work(struct rota_service *svc, struct rec *r, struct tstats *ts)
     uint32_t gen = gen_of(w);
     for (;;) {
         if (owed_of(nw) != 0) /* BURST: the next owed fire is a period on */
-            atomic_store_explicit(&r->due, deadline + r->period,
+            atomic_store_explicit(&r->due, deadline + r->pt.period_,
                                   memory_order_relaxed);
         invoke(svc, r, gen, deadline, ts);
         /* Take the next owed fire, or stop running. */

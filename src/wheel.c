@@ -114,32 +114,36 @@
  *   At a million timers an arm or cancel is bound by cache misses (the
  *   timer, and the two list neighbours cancel writes), and how many ops'
  *   misses overlap is bounded by how much each op executes (the CPU's
- *   window of instructions in flight) and stores.  Measured against
- *   wheel-bare (the bench's floor: lists and nothing else) by stripping
- *   features one at a time, the costs were not where the instruction count
- *   pointed:
- *   - a store that could not be forwarded: cancel wrote wheel_id_ (4
- *     bytes), the next arm read the tag word (8), and a load that needs
- *     more than a pending store holds waits until that store reaches the
- *     cache, behind cancel's neighbour stores, which miss.  Twice
- *     wheel-bare's time; gone since the tag word is read and written whole
- *     (rota__tags()).
- *   - reading the occupancy bitmap and next_step on every arm: they change
- *     only when a slot goes from empty to not empty, which arm sees in the
- *     tail pointer it loads anyway.
- *   - saved registers: an inline arm whose rare branch needed more
- *     registers made every caller push and pop two; that branch is now a
- *     call made last (rota__arm_empty_slot()).
- *   - the compiler's arithmetic: the slot's number computed level first,
- *     in unsigned, made gcc divide and multiply back, widen the number
- *     twice and build the slot's address twice: 7 of the 78 instructions
- *     of a cancel + arm (then bench/callgrind_ops.c), now rota__slot_for()
- *     and rota__slot_head().
- *   What is left on the fast paths: argument and tag checks, the
- *   statistics counters, the earliest-deadline cache and the emptied-slot
- *   check, each within the noise on its own.  The common arm and cancel
- *   are inline in rota.h, and write the timer's first 16 bytes in one
- *   store (write_head()).
+ *   window of instructions in flight) and stores.  `make bench-counts`
+ *   counts both per operation, against wheel-bare (lists and nothing
+ *   else).  The rules the fast paths keep:
+ *   - A timer is 32 bytes: two links, a deadline and a callback.  Its
+ *     state is its prev link (ROTA__IDLE while idle), so neither arm nor
+ *     cancel writes a tag, and a million timers fit a 32 MiB last-level
+ *     cache where 48-byte ones missed it on every operation.  The period
+ *     lives in the struct rota_periodic around a periodic timer, found
+ *     through its callback only when it fires.
+ *   - A check reads what the operation reads anyway: cancel compares the
+ *     prev link it is about to follow with one wheel field, arm compares
+ *     it with another (which also turns the inline arm off while a slot is
+ *     half cascaded, and every inline path off in a debug build).  What
+ *     the timer cannot record (its wheel, garbage that is not zeroes) is
+ *     the debug build's to check.
+ *   - No load waits on a store that cannot be forwarded: a field is read
+ *     with the width it was written with.
+ *   - The occupancy bitmap and next_step change only when a slot goes from
+ *     empty to not empty, which arm sees in the tail pointer it loads
+ *     anyway; that branch is a call made last (rota__arm_empty_slot()), so
+ *     the common case saves no registers.
+ *   - The slot comes from its level's first bit, in size_t, and its head
+ *     from a byte offset (rota__slot_for(), rota__slot_head()): level-first
+ *     unsigned arithmetic makes gcc divide and multiply back, widen twice
+ *     and build the head's address twice.
+ *   - Arm writes the timer's links in one 16-byte store.
+ *   What is left beyond wheel-bare's work: the argument and state checks,
+ *   the statistics counters (one add each on arm and cancel, which the
+ *   O(1) count is derived from) and the earliest-deadline cache (a compare
+ *   on each, which keeps rota_wheel_next_deadline() exact).
  *
  * ALTERNATIVES REJECTED
  *   - One wheel with a rounds counter (Netty, go-zero): every tick visits a
@@ -167,62 +171,48 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#define POLICY_ONESHOT ROTA__ONESHOT
-/* policy_ of a periodic timer: its enum rota_missed + 1 (a one-shot is 0,
- * so a one-shot's tag word is the wheel's pending_tags_ as it is). */
-#define POLICY_OF(missed) ((unsigned)(missed) + 1u)
-
 /*
- * A timer's deadline and its tags in one 16-byte store (see the essay: arm
- * and cancel are bound by what they execute and store).  So arm writes the
- * timer's first 16 bytes at once (they never straddle a cache line:
- * rota.h), cancel writes only wheel_id_ (policy_ means nothing while idle),
- * a one-shot arm does not touch period_, no tag says which list holds a
- * timer (an emptied list is known by its head: rota__list_emptied()), and
- * the pending count is derived from counters kept anyway (pending_count()).
+ * A timer is its links, its deadline and its callback (rota.h): its state
+ * is its prev link, so arm and cancel write no tag of their own, no tag
+ * says which wheel or list holds a timer (an emptied list is known by its
+ * head: rota__list_emptied()), the pending count is derived from counters
+ * kept anyway (pending_count()), and a periodic timer's schedule lives in
+ * the struct rota_periodic around it, found through its callback
+ * (rota__periodic_fire), which a one-shot never reads.
  */
-_Static_assert(offsetof(struct rota_timer, wheel_id_) == 8 &&
-                   offsetof(struct rota_timer, spare_) == 12 &&
-                   offsetof(struct rota_timer, policy_) == 14 &&
-                   offsetof(struct rota_timer, magic_) == 15,
-               "deadline_ and the tags are two 8-byte words");
+_Static_assert(sizeof(struct rota_timer) ==
+                   (sizeof(void *) == 8 ? 32 : 2 * sizeof(void *) + 8 + 8),
+               "a timer is two links, a deadline and a callback");
 
-static void write_head(struct rota_timer *t, uint64_t deadline,
-                       uint32_t wheel_id, unsigned policy)
+/* A timer the library just linked into one of the wheel's lists. */
+static inline void set_pending(struct rota_timer *t)
 {
-#ifdef ROTA__INLINE_PATHS
-    rota__write_head(t, deadline,
-                     (uint64_t)wheel_id | (uint64_t)policy << 48 |
-                         ROTA__TAG_MAGIC);
-#else
-    t->deadline_ = deadline;
-    t->wheel_id_ = wheel_id;
-    t->spare_ = 0;
-    t->policy_ = (uint8_t)policy;
-    t->magic_ = TIMER_MAGIC;
 #ifdef ROTA_DEBUG
     debug_seal(t);
-#endif
+#else
+    (void)t;
 #endif
 }
 
-/* Mark a timer idle.  The tag word is written whole, as the inline paths
- * read it (rota.h: rota__tags()), and is always the same: the inline arm
- * compares it with one word. */
-static void set_idle(struct rota_timer *t)
+/* Mark a timer idle. */
+static inline void set_idle(struct rota_timer *t)
 {
-#ifdef ROTA__INLINE_PATHS
-    rota__set_tags(t, ROTA__TAG_MAGIC);
-#else
-    t->wheel_id_ = 0;
-    t->spare_ = 0;
-    t->policy_ = POLICY_ONESHOT;
-    t->magic_ = TIMER_MAGIC;
+    mark_idle(t);
 #ifdef ROTA_DEBUG
     debug_seal(t);
 #endif
-#endif
 }
+
+/* What the inline arm compares an idle timer's prev link with when no
+ * cascade is open (wheel_debug.h: a debug build routes every call to the
+ * library). */
+#ifdef ROTA_DEBUG
+#define IDLE_MARK ROTA__NO_INLINE
+#define PENDING_ABOVE UINTPTR_MAX
+#else
+#define IDLE_MARK ROTA__IDLE
+#define PENDING_ABOVE ((uintptr_t)ROTA__IDLE)
+#endif
 
 /* ---------------------------------------------------------- occupancy */
 
@@ -310,7 +300,7 @@ void rota__list_emptied(struct rota_wheel *w, struct rota_link *head)
  * nothing steps while a cascade is open.  A deadline below cascade_mid_
  * armed meanwhile joins the back of the cascade list instead: the front
  * walk files it after the older timers of its deadline.  The inline arm
- * knows nothing of this, so it is off (rota.h: ROTA__TAG_BUSY).
+ * knows nothing of this, so it is off (rota.h: ROTA__NO_INLINE).
  */
 static void cascade_open(struct rota_wheel *w, uint64_t start, unsigned level)
 {
@@ -322,7 +312,7 @@ static void cascade_open(struct rota_wheel *w, uint64_t start, unsigned level)
 #else
     w->cascade_mid_ = start + ((uint64_t)1 << ((level - 1) * ROTA_WHEEL_BITS));
 #endif
-    w->idle_tags_ = ROTA__TAG_BUSY;
+    w->idle_mark_ = ROTA__NO_INLINE;
 }
 
 /* The cascade is done (or emptied by cancels, or drained): marks out. */
@@ -343,7 +333,7 @@ static void cascade_close(struct rota_wheel *w)
     }
     w->cascade_end_ = 0;
     w->cascade_mid_ = 0;
-    w->idle_tags_ = ROTA__TAG_MAGIC;
+    w->idle_mark_ = IDLE_MARK;
 }
 
 /* Who files a timer while a cascade is open. */
@@ -705,15 +695,16 @@ static bool add_deadline(uint64_t a, uint64_t b, uint64_t *sum)
  * schedule at now + period.  False when the next deadline would pass
  * ROTA_MAX_DEADLINE: the schedule ends.
  */
-static bool next_period(const struct rota_wheel *w, const struct rota_timer *t,
-                        uint64_t fired, uint64_t *next)
+static bool next_period(const struct rota_wheel *w,
+                        const struct rota_periodic *p, uint64_t fired,
+                        uint64_t *next)
 {
-    uint64_t period = t->period_;
+    uint64_t period = p->period_;
     uint64_t late = w->now_ - fired; /* fired <= now: it came due */
 
-    if (late < period || t->policy_ == POLICY_OF(ROTA_MISSED_BURST))
+    if (late < period || p->missed_ == ROTA_MISSED_BURST)
         return add_deadline(fired, period, next);
-    if (t->policy_ == POLICY_OF(ROTA_MISSED_DELAY))
+    if (p->missed_ == ROTA_MISSED_DELAY)
         return add_deadline(w->now_, period, next);
     /* ROTA_MISSED_SKIP: fired + k * period, k = late / period + 1 >= 2. */
     uint64_t k = late / period + 1;
@@ -723,9 +714,10 @@ static bool next_period(const struct rota_wheel *w, const struct rota_timer *t,
 }
 
 /* Remove the due timer at the head and account for its firing; a periodic
- * timer is filed again first, so its callback may cancel or re-arm it. */
+ * timer is filed again first, so its callback may cancel or re-arm it.
+ * Returns how late it fired; *fn is the callback to run. */
 static inline __attribute__((always_inline)) uint64_t
-take_due(struct rota_wheel *w, struct rota_timer *t)
+take_due(struct rota_wheel *w, struct rota_timer *t, rota_timer_fn **fn)
 {
     uint64_t fired = t->deadline_;
     uint64_t next;
@@ -733,27 +725,29 @@ take_due(struct rota_wheel *w, struct rota_timer *t)
     list_unlink(&t->link_);
     note_gone_deadline(w, fired);
     w->stats_.fired++;
-    if (t->policy_ == POLICY_ONESHOT) {
+    *fn = timer_fn(t);
+    if (*fn != rota__periodic_fire) {
+        set_idle(t);
+        return w->now_ - fired;
+    }
+    struct rota_periodic *p = periodic_of(t);
+    *fn = p->fn_;
+    if (p->period_ == 0) { /* armed by rota_timer_arm_at() alone: once */
         set_idle(t);
         return w->now_ - fired;
     }
     /* Fired on time, every policy continues the schedule: no division. */
-    if (fired == w->now_ && t->period_ <= ROTA_MAX_DEADLINE - fired) {
-        next = fired + t->period_;
-        t->deadline_ = next;
-        file_timer(w, t);
-        note_new_deadline(w, next);
-        w->refired_++;
-        return 0;
-    }
-    if (next_period(w, t, fired, &next)) {
-        t->deadline_ = next;
-        file_timer(w, t);
-        note_new_deadline(w, next);
-        w->refired_++;
-    } else {
+    if (fired == w->now_ && p->period_ <= ROTA_MAX_DEADLINE - fired)
+        next = fired + p->period_;
+    else if (!next_period(w, p, fired, &next)) {
         set_idle(t);
+        return w->now_ - fired;
     }
+    t->deadline_ = next;
+    file_timer(w, t);
+    set_pending(t);
+    note_new_deadline(w, next);
+    w->refired_++;
     return w->now_ - fired;
 }
 
@@ -812,7 +806,6 @@ static void end_pass(struct rota_wheel *w)
 
 /* ------------------------------------------------------- public: wheel */
 
-static atomic_uint_fast32_t last_wheel_id;
 #ifdef ROTA_DEBUG
 _Atomic(uintptr_t) rota__debug_wheels[DEBUG_WHEELS];
 #endif
@@ -821,16 +814,11 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
 {
     if (w == NULL)
         return ROTA_EINVAL;
-    uint32_t id;
-    do /* 0 means "idle" in a timer, so no wheel gets it */
-        id = (uint32_t)(atomic_fetch_add(&last_wheel_id, 1) + 1);
-    while (id == 0);
-
     if (now > ROTA_MAX_DEADLINE)
         now = ROTA_MAX_DEADLINE;
     *w = (struct rota_wheel){0};
-    w->pending_tags_ = id | ROTA__TAG_MAGIC;
-    w->idle_tags_ = ROTA__TAG_MAGIC;
+    w->idle_mark_ = IDLE_MARK;
+    w->pending_above_ = PENDING_ABOVE;
     w->now_ = now;
     w->cur_ = now;
     w->next_step_ = ROTA_NEVER;
@@ -874,8 +862,8 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
             } else if ((t = peek_due(w, &b)) == NULL || !spend(&b, &b.fires)) {
                 break;
             }
-            rota_timer_fn *fn = t->fn_;
-            uint64_t late = take_due(w, t);
+            rota_timer_fn *fn;
+            uint64_t late = take_due(w, t, &fn);
             count++;
             /* The next due timer's miss overlaps with this callback. */
             __builtin_prefetch(w->due_.next);
@@ -947,7 +935,8 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
     case PASS_RUN: {
         struct rota_timer *t;
         while ((t = peek_due(w, &b)) != NULL && spend(&b, &b.fires)) {
-            take_due(w, t);
+            rota_timer_fn *fn;
+            take_due(w, t, &fn);
             out[count++] = t;
         }
         more = b.stopped && work_left(w);
@@ -1118,10 +1107,35 @@ void rota_timer_init(struct rota_timer *t, rota_timer_fn *fn)
 #ifdef ROTA_DEBUG
     if (debug_init_of_pending(t))
         return;
+    if (!debug_fn_sealable(fn)) {
+        rota__debug_report(MISUSE_HIGH_CALLBACK, t);
+        return;
+    }
 #endif
-    *t = (struct rota_timer){0};
-    t->fn_ = fn;
-    write_head(t, 0, 0, POLICY_ONESHOT);
+    *t = (struct rota_timer){.fn_ = fn};
+    set_idle(t);
+}
+
+void rota_periodic_init(struct rota_periodic *p, rota_timer_fn *fn)
+{
+    if (p == NULL)
+        return;
+    rota_timer_init(&p->timer, rota__periodic_fire);
+    if (timer_fn(&p->timer) != rota__periodic_fire)
+        return; /* a debug build refused: p->timer is left as it was */
+    p->period_ = 0;
+    p->fn_ = fn;
+    p->missed_ = ROTA_MISSED_SKIP;
+}
+
+/* Where a periodic timer's callback goes: the wheel calls the caller's own
+ * directly (take_due()); this is for a caller that runs fn_ itself. */
+void rota__periodic_fire(struct rota_wheel *w, struct rota_timer *t,
+                         uint64_t late)
+{
+    rota_timer_fn *fn = periodic_of(t)->fn_;
+    if (fn != NULL)
+        fn(w, t, late);
 }
 
 /* Saturate at the largest deadline and clamp to the wheel's now. */
@@ -1132,22 +1146,23 @@ static uint64_t clamp_deadline(const struct rota_wheel *w, uint64_t deadline)
     return deadline < w->now_ ? w->now_ : deadline;
 }
 
-/* (Re-)arm a checked timer at a clamped deadline, with its policy_. */
+/* (Re-)arm a checked timer at a clamped deadline. */
 static void arm_at(struct rota_wheel *w, struct rota_timer *t,
-                   uint64_t deadline, unsigned policy)
+                   uint64_t deadline)
 {
-    if (t->wheel_id_ != 0) {
+    if (timer_pending(t)) {
         unfile_timer(w, t);
         note_gone_deadline(w, t->deadline_);
         w->rearmed_++;
     }
     w->stats_.armed++;
     note_new_deadline(w, deadline);
-    write_head(t, deadline, wheel_id(w), policy);
+    t->deadline_ = deadline;
     if (w->in_pass_ && deadline <= w->now_)
         list_append(&w->deferred_, &t->link_);
     else
         file_timer(w, t);
+    set_pending(t);
 }
 
 int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
@@ -1155,8 +1170,9 @@ int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
 {
     unsigned shift = (slot / ROTA_WHEEL_SLOTS) * ROTA_WHEEL_BITS;
     slot_filled(w, slot, deadline >> shift << shift);
+    t->deadline_ = deadline;
     list_append(&w->slot_[slot], &t->link_);
-    write_head(t, deadline, wheel_id(w), POLICY_ONESHOT);
+    set_pending(t);
     w->stats_.armed++;
     note_new_deadline(w, deadline);
     return 0;
@@ -1170,21 +1186,25 @@ int rota_timer_arm_at_noinline(struct rota_wheel *w, struct rota_timer *t,
     int rc = check_timer(w, t);
     if (rc != 0)
         return rc;
-    arm_at(w, t, clamp_deadline(w, deadline), POLICY_ONESHOT);
+    arm_at(w, t, clamp_deadline(w, deadline));
     return 0;
 }
 
-int rota_timer_arm_periodic_at(struct rota_wheel *w, struct rota_timer *t,
-                               uint64_t first_deadline, uint64_t period,
-                               enum rota_missed missed)
+int rota_periodic_arm_at(struct rota_wheel *w, struct rota_periodic *p,
+                         uint64_t first_deadline, uint64_t period,
+                         enum rota_missed missed)
 {
-    int rc = check_timer(w, t);
+    if (p == NULL)
+        return ROTA_EINVAL;
+    int rc = check_timer(w, &p->timer);
     if (rc != 0)
         return rc;
-    if (period == 0 || (unsigned)missed > ROTA_MISSED_DELAY)
+    if (period == 0 || (unsigned)missed > ROTA_MISSED_DELAY ||
+        timer_fn(&p->timer) != rota__periodic_fire)
         return ROTA_EINVAL;
-    t->period_ = period;
-    arm_at(w, t, clamp_deadline(w, first_deadline), POLICY_OF(missed));
+    p->period_ = period;
+    p->missed_ = (uint8_t)missed;
+    arm_at(w, &p->timer, clamp_deadline(w, first_deadline));
     return 0;
 }
 
@@ -1222,7 +1242,7 @@ int rota_timer_arm_range_at(struct rota_wheel *w, struct rota_timer *t,
         return rc;
     if ((rc = clamp_window(w, &earliest, &latest)) != 0)
         return rc;
-    arm_at(w, t, coarsest_in(earliest, latest), POLICY_ONESHOT);
+    arm_at(w, t, coarsest_in(earliest, latest));
     return 0;
 }
 
@@ -1235,7 +1255,7 @@ int rota_timer_touch_range_at_noinline(struct rota_wheel *w,
         return rc;
     if ((rc = clamp_window(w, &earliest, &latest)) != 0)
         return rc;
-    if (t->wheel_id_ == 0)
+    if (!timer_pending(t))
         return ROTA_ENOENT;
     if (t->deadline_ >= earliest && t->deadline_ <= latest)
         return 0;
@@ -1248,12 +1268,12 @@ int rota_timer_touch_at_noinline(struct rota_wheel *w, struct rota_timer *t,
     int rc = check_timer(w, t);
     if (rc != 0)
         return rc;
-    if (t->wheel_id_ == 0)
+    if (!timer_pending(t))
         return ROTA_ENOENT;
     deadline = clamp_deadline(w, deadline);
     uint64_t old = t->deadline_;
     if (deadline < old) {
-        arm_at(w, t, deadline, t->policy_);
+        arm_at(w, t, deadline);
         return 0;
     }
     /* The hot path: a store.  The timer is filed again when its slot or the
@@ -1271,7 +1291,7 @@ int rota_timer_cancel_noinline(struct rota_wheel *w, struct rota_timer *t)
     int rc = check_timer(w, t);
     if (rc != 0)
         return rc;
-    if (t->wheel_id_ == 0)
+    if (!timer_pending(t))
         return 0;
     unfile_timer(w, t);
     note_gone_deadline(w, t->deadline_);
@@ -1289,7 +1309,13 @@ int rota_timer_relocate(struct rota_wheel *w, struct rota_timer *from,
     if (to == NULL)
         return ROTA_EINVAL;
     *to = *from;
-    if (to->wheel_id_ != 0) {
+    if (timer_fn(from) == rota__periodic_fire) { /* its schedule too */
+        struct rota_periodic *pf = periodic_of(from), *pt = periodic_of(to);
+        pt->period_ = pf->period_;
+        pt->fn_ = pf->fn_;
+        pt->missed_ = pf->missed_;
+    }
+    if (timer_pending(to)) {
         /* Every list is circular with a head, so both neighbours exist
          * (they are the same head when the timer is alone in its list). */
         to->link_.prev->next = &to->link_;
@@ -1298,14 +1324,19 @@ int rota_timer_relocate(struct rota_wheel *w, struct rota_timer *from,
 #ifdef ROTA_DEBUG
     debug_seal(to);
 #endif
-    set_idle(from);
-    from->magic_ = 0;
+    /* Plain memory again: neither idle nor pending. */
+    from->link_.prev = NULL;
+    from->link_.next = NULL;
     return 0;
 }
 
 bool rota_timer_pending(const struct rota_timer *t)
 {
-    return t != NULL && t->magic_ == TIMER_MAGIC && t->wheel_id_ != 0;
+#ifdef ROTA_DEBUG
+    if (t != NULL && !debug_sealed(t))
+        return false; /* not a timer the library left here */
+#endif
+    return t != NULL && timer_pending(t);
 }
 
 uint64_t rota_timer_deadline(const struct rota_timer *t)

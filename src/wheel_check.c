@@ -56,8 +56,9 @@ static int check_list(const struct rota_wheel *w, const struct rota_link *head,
             (*budget)++;
             continue;
         }
-        if (t->magic_ != TIMER_MAGIC || t->wheel_id_ != wheel_id(w))
-            FAIL("timer on a list is not pending on this wheel");
+        if (!timer_pending(t))
+            FAIL("timer on a list is not pending (freed and initialised "
+                 "again without rota_timer_cancel()?)");
 #ifdef ROTA_DEBUG
         if (!debug_sealed(t))
             FAIL("timer on a list fails its seal (freed, overwritten or "
@@ -95,9 +96,15 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     if (!list_empty(&w->cascade_) &&
         (w->cascade_end_ <= w->cur_ || w->next_step_ > w->cur_))
         FAIL("a cascade is pending but the wheel does not know it");
-    if (w->idle_tags_ !=
-        (w->cascade_end_ != 0 ? ROTA__TAG_BUSY : ROTA__TAG_MAGIC))
+#ifdef ROTA_DEBUG
+    if (w->idle_mark_ != ROTA__NO_INLINE || w->pending_above_ != UINTPTR_MAX)
+        FAIL("a debug build's wheel lets the inline arm or cancel in");
+#else
+    if (w->idle_mark_ != (w->cascade_end_ != 0 ? ROTA__NO_INLINE : ROTA__IDLE))
         FAIL("the inline arm is on during a cascade, or off without one");
+    if (w->pending_above_ != (uintptr_t)ROTA__IDLE)
+        FAIL("the inline cancel's bound is damaged");
+#endif
     if (w->cascade_end_ != 0
             ? w->cascade_mid_ <= w->cur_ || w->cascade_mid_ > w->cascade_end_
             : w->cascade_mid_ != 0)
@@ -119,9 +126,6 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
             (unsigned)(rota__slot_for(w->cascade_mid_, w->cur_, &shift) /
                        ROTA_WHEEL_SLOTS);
     }
-    if (wheel_id(w) == 0 ||
-        (w->pending_tags_ & ~(uint64_t)UINT32_MAX) != ROTA__TAG_MAGIC)
-        FAIL("the wheel's tag word is damaged");
     uint64_t first_start = ROTA_NEVER;
     for (unsigned level = 0; level < ROTA_WHEEL_LEVELS; level++) {
         unsigned cur_digit = digit_at(w->cur_, level);
@@ -187,7 +191,7 @@ int rota_timer_remaining(const struct rota_wheel *w, const struct rota_timer *t,
     int rc = check_timer(w, t);
     if (rc != 0)
         return rc;
-    if (t->wheel_id_ == 0)
+    if (!timer_pending(t))
         return 0;
     /* A deadline at or before now is due (clamped on arm; or left by a
      * limited call, or a deferred timer of the current pass). */

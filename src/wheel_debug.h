@@ -9,29 +9,40 @@
  * build only), so a normal build's code is what it would be without this
  * file.
  *
- * THE MARKER
- *   A debug build's timers carry ROTA__TIMER_MAGIC_DEBUG.  rota.h's inline
- *   arm, cancel and touch accept only the normal marker, so in a program
- *   linked with a debug build they always hand the call to the library,
- *   whether or not the program was compiled with ROTA_DEBUG: no check is
- *   skipped by code inlined in the caller, and the caller needs no
- *   rebuild.  The library itself drops ROTA__INLINE_PATHS (which write the
- *   normal marker) and writes a timer's fields one at a time.
+ * THE ROUTE
+ *   A debug build's wheels set idle_mark_ to ROTA__NO_INLINE and
+ *   pending_above_ to UINTPTR_MAX, so rota.h's inline arm, cancel and touch
+ *   never take a timer of theirs: in a program linked with a debug build
+ *   they always hand the call to the library, whether or not the program
+ *   was compiled with ROTA_DEBUG.  No check is skipped by code inlined in
+ *   the caller, and the caller needs no rebuild.  The library itself drops
+ *   ROTA__INLINE_PATHS.
  *
  * THE SEAL
- *   16 bits in spare_ (always 0 in a normal build; the inline paths never
- *   read it) hash what only the library writes: the timer's address (a
- *   copy elsewhere fails), its callback, period and tags, and while it is
- *   idle its deadline (a pool's free-list pointer written over an idle
- *   timer's first word fails; a copy less than 256 KiB away always
- *   fails, see debug_seal_of()).  Left out: a pending timer's deadline,
- *   which rota_timer_touch_at_unchecked() writes without a call, and the
- *   links, which a neighbour's unlink writes.  The library renews the
- *   seal wherever it writes those fields (write_head(), set_idle(),
- *   relocate) and checks it on every call and on every timer it walks.
- *   Rejected: a registry of live timers, as libevent's debug mode keeps
- *   in a hash table.  The core never allocates, and a registry cannot see
- *   memory overwritten in place, which a seal does.
+ *   16 bits that hash what only the library writes: the timer's address (a
+ *   copy elsewhere fails), its callback, its state (idle or pending), and
+ *   while it is idle its deadline (a pool's free-list pointer written over
+ *   an idle timer fails; a copy less than 256 KiB away always fails, see
+ *   debug_seal_of()), and its next link must be NULL (a free-list pointer
+ *   in an idle timer's first word fails).  On a 64-bit target it lives in the top 16 bits of
+ *   fn_, which user-space code addresses leave 0 (rota_timer_init()
+ *   refuses a callback above 2^48 in a debug build); on a 32-bit one, in
+ *   seal_.  So a debug build's timer is the size of a normal one.  Left
+ *   out: a pending timer's deadline, which rota_timer_touch_at_unchecked()
+ *   writes without a call, and the links, which a neighbour's unlink
+ *   writes.  The library renews the seal wherever it changes a sealed
+ *   field (set_idle(), set_pending(), relocate) and checks it on every
+ *   call and on every timer it walks.  Rejected: a registry of live
+ *   timers, as libevent's debug mode keeps in a hash table.  The core
+ *   never allocates, and a registry cannot see memory overwritten in
+ *   place, which a seal does.
+ *
+ * THE WHEEL
+ *   A timer records no wheel.  Which wheel a pending timer is on is found
+ *   by walking its list forward to the list's head, which lies inside its
+ *   wheel: a call given another wheel returns ROTA_EOTHERWHEEL.  Bounded:
+ *   past DEBUG_WALK_BOUND timers the timer is given the benefit of the
+ *   doubt.
  *
  * THE LINKS
  *   A link is checked against its neighbour's back link before the wheel
@@ -43,8 +54,9 @@
 #ifndef ROTA_WHEEL_DEBUG_H
 #define ROTA_WHEEL_DEBUG_H
 
-/* Included after rota.h (not from here: the single-file rota.c inlines
- * this file, and holds rota.h's text only once). */
+/* Included after rota.h and by wheel_internal.h after its timer states
+ * (not from here: the single-file rota.c inlines this file, and holds
+ * rota.h's text only once). */
 
 /* Hand a misuse to the handler (rota_debug_set_handler()); returns when the
  * handler does.  Debug builds only. */
@@ -61,7 +73,6 @@ _Noreturn void rota__debug_fatal(const char *misuse,
 #include <string.h>
 
 #undef ROTA__INLINE_PATHS
-#define TIMER_MAGIC ROTA__TIMER_MAGIC_DEBUG
 
 /* rota_timer_init() must read memory that is usually fresh, to see whether
  * it holds a pending timer; valgrind reports decisions made on such
@@ -89,6 +100,75 @@ _Noreturn void rota__debug_fatal(const char *misuse,
 #define MISUSE_NEIGHBOUR                                                       \
     "a neighbour of this pending timer was freed, moved or overwritten "       \
     "without rota_timer_cancel() or rota_timer_relocate()"
+#define MISUSE_HIGH_CALLBACK                                                   \
+    "callback address above 2^48: a debug build cannot seal this timer"
+
+/* ------------------------------------------------ where the seal lives */
+
+_Static_assert(sizeof(rota_timer_fn *) == sizeof(uintptr_t),
+               "a callback pointer is a uintptr_t wide");
+
+static inline uintptr_t debug_fn_bits(const struct rota_timer *t)
+{
+    uintptr_t bits;
+    memcpy(&bits, &t->fn_, sizeof bits);
+    return bits;
+}
+
+#if UINTPTR_MAX > 0xffffffffu
+#define DEBUG_FN_MASK ((UINT64_C(1) << 48) - 1)
+
+/* The callback, without the seal. */
+static inline rota_timer_fn *debug_fn(const struct rota_timer *t)
+{
+    uintptr_t bits = debug_fn_bits(t) & DEBUG_FN_MASK;
+    rota_timer_fn *fn;
+    memcpy(&fn, &bits, sizeof fn);
+    return fn;
+}
+
+static inline uint16_t debug_seal_stored(const struct rota_timer *t)
+{
+    return (uint16_t)(debug_fn_bits(t) >> 48);
+}
+
+static inline void debug_seal_store(struct rota_timer *t, uint16_t seal)
+{
+    uintptr_t bits = (debug_fn_bits(t) & DEBUG_FN_MASK) | (uintptr_t)seal << 48;
+    memcpy(&t->fn_, &bits, sizeof bits);
+}
+
+/* Whether a callback leaves the seal's bits free. */
+static inline bool debug_fn_sealable(rota_timer_fn *fn)
+{
+    uintptr_t bits;
+    memcpy(&bits, &fn, sizeof bits);
+    return (bits & ~DEBUG_FN_MASK) == 0;
+}
+#else
+static inline rota_timer_fn *debug_fn(const struct rota_timer *t)
+{
+    return t->fn_;
+}
+
+static inline uint16_t debug_seal_stored(const struct rota_timer *t)
+{
+    return (uint16_t)t->seal_;
+}
+
+static inline void debug_seal_store(struct rota_timer *t, uint16_t seal)
+{
+    t->seal_ = seal;
+}
+
+static inline bool debug_fn_sealable(rota_timer_fn *fn)
+{
+    (void)fn;
+    return true;
+}
+#endif
+
+/* ------------------------------------------------------------ the seal */
 
 static inline uint64_t debug_mix(uint64_t x) /* splitmix64's finaliser */
 {
@@ -101,10 +181,9 @@ static inline uint64_t debug_mix(uint64_t x) /* splitmix64's finaliser */
 
 static inline uint16_t debug_seal_of(const struct rota_timer *t)
 {
-    rota_timer_fn *fn = t->fn_;
+    rota_timer_fn *fn = debug_fn(t);
     uint64_t fn_bits = 0, h;
 
-    _Static_assert(sizeof fn <= sizeof fn_bits, "a function pointer fits");
     memcpy(&fn_bits, &fn, sizeof fn);
     /* The address enters twice: its high bits through the hash, its low
      * ones (4-byte steps: a timer is at least 4-aligned) as they are, so
@@ -112,10 +191,8 @@ static inline uint16_t debug_seal_of(const struct rota_timer *t)
      * time. */
     uintptr_t at = (uintptr_t)t;
     h = debug_mix((uint64_t)(at >> 18) ^ fn_bits);
-    h = debug_mix(h ^ t->period_);
-    h = debug_mix(h ^ ((uint64_t)t->wheel_id_ << 16 |
-                       (uint64_t)t->policy_ << 8 | t->magic_));
-    if (t->wheel_id_ == 0)
+    h = debug_mix(h ^ (timer_idle(t) ? 0x1d1eu : 0x9e4du));
+    if (timer_idle(t))
         h = debug_mix(h ^ t->deadline_);
     return (uint16_t)((uint16_t)(h >> 48) ^ (uint16_t)(at >> 2));
 }
@@ -123,25 +200,54 @@ static inline uint16_t debug_seal_of(const struct rota_timer *t)
 /* After the library wrote a sealed field. */
 static inline void debug_seal(struct rota_timer *t)
 {
-    t->spare_ = debug_seal_of(t);
+    debug_seal_store(t, debug_seal_of(t));
 }
 
 /* The timer the library last left at this address. */
 static inline bool debug_sealed(const struct rota_timer *t)
 {
-    return t->magic_ == TIMER_MAGIC && t->spare_ == debug_seal_of(t);
+    /* An idle timer's next link is NULL: a pool's free-list pointer in
+     * the first word of an idle timer is caught here. */
+    return timer_initialised(t) && (!timer_idle(t) || t->link_.next == NULL) &&
+           debug_seal_stored(t) == debug_seal_of(t);
+}
+
+/* ----------------------------------------------------------- the links */
+
+/* Whether a link may be followed: a pending timer's links are addresses
+ * of links, so they are aligned and, on a 64-bit target, in the 48-bit
+ * range user space has.  Garbage in memory never initialised mostly is
+ * not; what still passes is followed, and may fault (ASan or valgrind then
+ * names the read). */
+static inline bool debug_plausible(const struct rota_link *link)
+{
+    uintptr_t at = (uintptr_t)link;
+    if (at < 4096 || at % _Alignof(struct rota_link) != 0)
+        return false;
+#if UINTPTR_MAX > 0xffffffffu
+    if (at >> 48 != 0)
+        return false;
+#endif
+    return true;
 }
 
 /* Both neighbours of `link` point back to it. */
 static inline bool debug_linked(const struct rota_link *link)
 {
-    return link->next != NULL && link->prev != NULL &&
+    return debug_plausible(link->next) && debug_plausible(link->prev) &&
            link->next->prev == link && link->prev->next == link;
 }
 
 static inline const struct rota_timer *debug_timer_of(const struct rota_link *l)
 {
     return rota_container_of(l, const struct rota_timer, link_);
+}
+
+/* A sealed pending timer at `link`. */
+static inline bool debug_sealed_pending(const struct rota_link *link)
+{
+    const struct rota_timer *t = debug_timer_of(link);
+    return debug_sealed(t) && timer_pending(t);
 }
 
 /* A sealed timer whose neighbours do not both point back to it: blame a
@@ -156,14 +262,18 @@ static inline void debug_blame(const struct rota_link *link,
     const struct rota_link *next = link->next, *prev = link->prev;
 
     *misuse = MISUSE_FREED;
-    if (next != NULL && next->prev != link) {
+    if (!debug_plausible(next) || !debug_plausible(prev)) {
+        *who = debug_timer_of(link); /* its own links are garbage */
+        return;
+    }
+    if (next->prev != link) {
         *who = debug_timer_of(next);
-        if (!debug_sealed(*who) || (*who)->wheel_id_ == 0)
+        if (!debug_sealed_pending(next))
             return;
     }
-    if (prev != NULL && prev->next != link) {
+    if (prev->next != link) {
         *who = debug_timer_of(prev);
-        if (!debug_sealed(*who) || (*who)->wheel_id_ == 0)
+        if (!debug_sealed_pending(prev))
             return;
     }
     *misuse = MISUSE_NEIGHBOUR;
@@ -174,7 +284,7 @@ static inline void debug_blame(const struct rota_link *link,
 static inline void debug_walked(const struct rota_link *link)
 {
     const struct rota_timer *t = debug_timer_of(link);
-    if (!debug_sealed(t) || t->wheel_id_ == 0)
+    if (!debug_sealed_pending(link))
         rota__debug_fatal(MISUSE_FREED, t);
     if (!debug_linked(link)) {
         const char *misuse;
@@ -192,87 +302,111 @@ static inline void debug_list_ends(const struct rota_link *head)
     }
 }
 
-/* check_timer()'s part, once the marker matched: 0, or the error the call
- * returns after the report. */
+/* ----------------------------------------------------------- the wheel */
+
+#define DEBUG_WALK_BOUND 1024
+#define DEBUG_WHEELS 4096
+
+/* Every wheel a debug build initialised, at a place its address picks
+ * (newest wins; no allocation). */
+extern _Atomic(uintptr_t) rota__debug_wheels[DEBUG_WHEELS];
+
+static inline size_t debug_wheel_index(const struct rota_wheel *w)
+{
+    return (size_t)(debug_mix((uint64_t)(uintptr_t)w) % DEBUG_WHEELS);
+}
+
+static inline void debug_wheel_born(const struct rota_wheel *w)
+{
+    atomic_store_explicit(&rota__debug_wheels[debug_wheel_index(w)],
+                          (uintptr_t)w, memory_order_relaxed);
+}
+
+static inline bool debug_inside(const struct rota_wheel *w,
+                                const struct rota_link *link)
+{
+    return (uintptr_t)link - (uintptr_t)w < sizeof *w;
+}
+
+/* The head the list of a pending timer reaches going forward, past sealed
+ * pending timers that point back, or NULL: a link that does not point
+ * back, or more than DEBUG_WALK_BOUND timers. */
+static inline const struct rota_link *debug_head_of(const struct rota_timer *t)
+{
+    const struct rota_link *at = &t->link_;
+    for (unsigned step = 0; step < DEBUG_WALK_BOUND; step++) {
+        if (!debug_linked(at))
+            return NULL;
+        if (!debug_sealed_pending(at->next))
+            return at->next; /* no timer: a head */
+        at = at->next;
+    }
+    return NULL;
+}
+
+/*
+ * Whether a sealed timer that says it is pending is in a live list of a
+ * wheel.  A pending timer's memory can outlive its wheel: a wheel may be
+ * dropped with timers pending when their memory goes with it (rota/keyed.h
+ * does), and that memory, handed out again, still looks pending and linked
+ * to stale neighbours, which may in turn be anything.  So the timer counts
+ * as linked only if its list leads to a head inside a wheel that a debug
+ * build initialised and that is still there at that address.  What it
+ * cannot tell from a live wheel is a dropped one whose memory is still
+ * intact; rota.h asks for a drain before a wheel with pending timers is
+ * dropped, and a debug build takes that at its word.
+ */
+static inline bool debug_in_live_list(const struct rota_timer *t)
+{
+    const struct rota_link *head = debug_head_of(t);
+    if (head == NULL)
+        return false;
+    for (size_t i = 0; i < DEBUG_WHEELS; i++) {
+        uintptr_t base =
+            atomic_load_explicit(&rota__debug_wheels[i], memory_order_relaxed);
+        const struct rota_wheel *w = (const struct rota_wheel *)base;
+        if (w != NULL && debug_inside(w, head))
+            return w->pending_above_ == UINTPTR_MAX &&
+                   w->idle_mark_ == ROTA__NO_INLINE;
+    }
+    return false;
+}
+
+/* check_timer()'s part in a debug build, once the memory looks
+ * initialised: 0, or the error the call returns (after the report, for a
+ * misuse). */
 static inline int debug_check_timer(const struct rota_wheel *w,
                                     const struct rota_timer *t)
 {
-    if (t->spare_ != debug_seal_of(t)) {
-        /* This wheel's pending timer, but its list does not lead here: a
-         * copy.  (Links are followed only when the tags say so.) */
-        bool copy = t->wheel_id_ == (uint32_t)w->pending_tags_ &&
-                    t->link_.prev != NULL && t->link_.prev->next != &t->link_;
+    if (!debug_sealed(t)) {
+        /* A pending timer whose list does not lead here: a copy. */
+        bool copy = timer_pending(t) && debug_plausible(t->link_.prev) &&
+                    t->link_.prev->next != &t->link_;
         rota__debug_report(copy ? MISUSE_MOVED : MISUSE_OVERWRITTEN, t);
         return ROTA_EUNINIT;
     }
-    if (t->wheel_id_ == (uint32_t)w->pending_tags_ &&
-        !debug_linked(&t->link_)) {
+    if (!timer_pending(t))
+        return 0;
+    if (!debug_linked(&t->link_)) {
         const char *misuse;
         const struct rota_timer *who;
         debug_blame(&t->link_, &misuse, &who);
         rota__debug_report(misuse, who);
         return ROTA_ECORRUPT;
     }
+    const struct rota_link *head = debug_head_of(t);
+    if (head != NULL && !debug_inside(w, head))
+        return ROTA_EOTHERWHEEL;
     return 0;
 }
 
-/*
- * Whether a sealed timer that says it is pending is in a live list of its
- * wheel.  A pending timer's memory can outlive its wheel: a wheel may be
- * dropped with timers pending when their memory goes with it (rota/keyed.h
- * does), and that memory, handed out again, still looks pending and linked
- * to stale neighbours, which may in turn be anything.  So the wheel itself
- * is found, by its id: rota_wheel_init() notes each wheel's address under
- * its id (a table indexed by id, newest wins; no allocation), and the timer
- * counts as linked only if that wheel still has the id and the links from
- * the timer forward reach one of that wheel's list heads, each pointing
- * back.  Bounded: past DEBUG_WALK_BOUND timers, or a wheel whose entry a
- * newer wheel took, the timer is given the benefit of the doubt (no
- * report).  What it cannot tell from a live wheel is a dropped one whose
- * memory is still intact; rota.h asks for a drain before a wheel with
- * pending timers is dropped, and a debug build takes that at its word.
- */
-#define DEBUG_WALK_BOUND 1024
-#define DEBUG_WHEELS 4096
-
-extern _Atomic(uintptr_t) rota__debug_wheels[DEBUG_WHEELS];
-
-static inline void debug_wheel_born(const struct rota_wheel *w)
-{
-    atomic_store_explicit(
-        &rota__debug_wheels[(uint32_t)w->pending_tags_ % DEBUG_WHEELS],
-        (uintptr_t)w, memory_order_relaxed);
-}
-
-static inline bool debug_in_live_list(const struct rota_timer *t)
-{
-    uintptr_t base = atomic_load_explicit(
-        &rota__debug_wheels[t->wheel_id_ % DEBUG_WHEELS], memory_order_relaxed);
-    const struct rota_wheel *w = (const struct rota_wheel *)base;
-    if (w == NULL || (uint32_t)w->pending_tags_ != t->wheel_id_)
-        return false; /* its wheel is gone (or unknown) */
-    const struct rota_link *at = &t->link_;
-    for (unsigned step = 0; step < DEBUG_WALK_BOUND; step++) {
-        if (!debug_linked(at))
-            return false;
-        uintptr_t next = (uintptr_t)at->next;
-        if (next >= base && next < base + sizeof *w)
-            return true; /* one of the wheel's heads, pointing back */
-        const struct rota_timer *nt = debug_timer_of(at->next);
-        if (!debug_sealed(nt) || nt->wheel_id_ != t->wheel_id_)
-            return false;
-        at = at->next;
-    }
-    return false;
-}
-
 /* rota_timer_init() of a timer a wheel still links: true after the report
- * (the call then does nothing).  Fresh memory that happens to carry the
- * marker fails the seal; a copy fails it too, and may be initialised. */
+ * (the call then does nothing).  Fresh memory that happens to look pending
+ * fails the seal; a copy fails it too, and may be initialised. */
 static inline bool debug_init_of_pending(const struct rota_timer *t)
 {
     DEBUG_READ_FRESH(t, sizeof *t);
-    if (!debug_sealed(t) || t->wheel_id_ == 0 || !debug_in_live_list(t))
+    if (!debug_sealed(t) || !timer_pending(t) || !debug_in_live_list(t))
         return false;
     rota__debug_report(MISUSE_INIT_PENDING, t);
     return true;

@@ -15,8 +15,6 @@
 #ifndef ROTA_WHEEL_INTERNAL_H
 #define ROTA_WHEEL_INTERNAL_H
 
-#include "wheel_debug.h" /* a debug build's checks (rota.h, DEBUG BUILDS) */
-
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,14 +26,57 @@ _Static_assert(64 % ROTA_WHEEL_BITS == 0 &&
                    64 / ROTA_WHEEL_BITS == ROTA_WHEEL_LEVELS,
                "the levels cover uint64_t exactly");
 _Static_assert(SLOT_COUNT / 64 <= 32, "occupied_words_ has a bit per word");
-#ifndef TIMER_MAGIC /* a debug build's is another (wheel_debug.h) */
-#define TIMER_MAGIC ROTA__TIMER_MAGIC
-#endif
+/* ------------------------------------------------------- timer states */
 
-/* The wheel's id, kept in the low half of its pending_tags_. */
-static inline uint32_t wheel_id(const struct rota_wheel *w)
+/* A timer's state is its prev link (rota.h, struct rota_timer): ROTA__IDLE
+ * while idle, a pointer while pending, and anything else (NULL, in zeroed
+ * memory) in memory that rota_timer_init() never prepared. */
+static inline bool timer_idle(const struct rota_timer *t)
 {
-    return (uint32_t)w->pending_tags_;
+    return t->link_.prev == ROTA__IDLE;
+}
+
+static inline bool timer_pending(const struct rota_timer *t)
+{
+    return (uintptr_t)t->link_.prev > (uintptr_t)ROTA__IDLE;
+}
+
+static inline bool timer_initialised(const struct rota_timer *t)
+{
+    return (uintptr_t)t->link_.prev >= (uintptr_t)ROTA__IDLE;
+}
+
+/* Mark a timer idle: the one place that says what idle is (the inline
+ * cancel writes only the prev link, so a release build's idle timer may
+ * keep a stale next link; a debug build's never does, and checks it). */
+static inline void mark_idle(struct rota_timer *t)
+{
+    t->link_.prev = ROTA__IDLE;
+    t->link_.next = NULL;
+}
+
+/* The periodic timer's callback (wheel.c): a timer whose fn_ is this is
+ * the first member of a struct rota_periodic. */
+void rota__periodic_fire(struct rota_wheel *w, struct rota_timer *t,
+                         uint64_t late);
+
+static inline struct rota_periodic *periodic_of(struct rota_timer *t)
+{
+    return rota_container_of(t, struct rota_periodic, timer);
+}
+
+/* A debug build's checks (rota.h, DEBUG BUILDS), which read the states. */
+#include "wheel_debug.h"
+
+/* The callback of a timer as the library reads it (a debug build keeps
+ * its seal in the pointer's top bits). */
+static inline rota_timer_fn *timer_fn(const struct rota_timer *t)
+{
+#ifdef ROTA_DEBUG
+    return debug_fn(t);
+#else
+    return t->fn_;
+#endif
 }
 
 /* Every arm of an idle timer adds one; cancel, a last fire and drain take
@@ -193,24 +234,27 @@ static inline bool any_marked(const struct rota_wheel *w)
 
 /* ---------------------------------------------------- timer arguments */
 
-/* What every call given a timer checks first: both pointers, the marker
- * rota_timer_init() wrote, a debug build's seal and links, and that a
- * pending timer is pending on this wheel.  0, or the error to return. */
+/* What every call of the library given a timer checks first: both
+ * pointers, that rota_timer_init() prepared the memory, that a pending
+ * timer's neighbours point back to it (a copy of a pending timer, or
+ * memory written over, is not the timer its list holds), and a debug
+ * build's seal and wheel.  0, or the error to return.  (The inline paths of
+ * rota.h check only the state; the library is where the rest is cheap.) */
 static inline int check_timer(const struct rota_wheel *w,
                               const struct rota_timer *t)
 {
     if (w == NULL || t == NULL)
         return ROTA_EINVAL;
-    if (t->magic_ != TIMER_MAGIC)
+    if (!timer_initialised(t))
         return ROTA_EUNINIT;
 #ifdef ROTA_DEBUG
-    int rc = debug_check_timer(w, t);
-    if (rc != 0)
-        return rc;
-#endif
-    if (t->wheel_id_ != 0 && t->wheel_id_ != wheel_id(w))
-        return ROTA_EOTHERWHEEL;
+    return debug_check_timer(w, t);
+#else
+    if (timer_pending(t) &&
+        (t->link_.prev->next != &t->link_ || t->link_.next->prev != &t->link_))
+        return ROTA_EUNINIT; /* a copy, or memory written over */
     return 0;
+#endif
 }
 
 #endif /* ROTA_WHEEL_INTERNAL_H */

@@ -89,11 +89,11 @@ TEST(wheel_check_catches_inline_arm_left_on_in_a_cascade)
     CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 256, 2, NULL), 1);
     CHECK(wheel.cascade_end_ == 512);
     CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
-    uint64_t busy = wheel.idle_tags_;
-    wheel.idle_tags_ = wheel.pending_tags_ & ~(uint64_t)UINT32_MAX;
+    struct rota_link *busy = wheel.idle_mark_;
+    wheel.idle_mark_ = ROTA__IDLE; /* the inline arm on mid-cascade */
     CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
     CHECK(has(why, "inline arm"));
-    wheel.idle_tags_ = busy;
+    wheel.idle_mark_ = busy;
     CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 299), 0);
     CHECK_EQ_INT(check_wheel(&wheel, &why), 0);

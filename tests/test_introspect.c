@@ -19,7 +19,10 @@
 #include "harness.h"
 
 struct node {
-    struct rota_timer timer;
+    union { /* the same timer, for the calls that take either */
+        struct rota_timer timer;
+        struct rota_periodic per;
+    };
     unsigned id;
 };
 
@@ -81,8 +84,8 @@ TEST(remaining_periodic_counts_to_next_fire)
     struct node p;
 
     rota_wheel_init(&wheel, 0);
-    rota_timer_init(&p.timer, NULL);
-    rota_timer_arm_periodic_at(&wheel, &p.timer, 10, 25, ROTA_MISSED_SKIP);
+    rota_periodic_init(&p.per, NULL);
+    rota_periodic_arm_at(&wheel, &p.per, 10, 25, ROTA_MISSED_SKIP);
     CHECK_EQ_U64(left(&p.timer, 1), 10);
     rota_wheel_advance(&wheel, 10); /* fires; next 35 */
     CHECK_EQ_U64(left(&p.timer, 1), 25);
@@ -115,11 +118,11 @@ TEST(remaining_inside_callbacks)
 
     rota_wheel_init(&wheel, 0);
     rota_timer_init(&a.timer, look_inside);
-    rota_timer_init(&p.timer, look_inside);
+    rota_periodic_init(&p.per, look_inside);
     rota_timer_init(&b.timer, look_inside);
     seen_other = &b;
     rota_timer_arm_at(&wheel, &a.timer, 50);
-    rota_timer_arm_periodic_at(&wheel, &p.timer, 50, 7, ROTA_MISSED_BURST);
+    rota_periodic_arm_at(&wheel, &p.per, 50, 7, ROTA_MISSED_BURST);
     rota_timer_arm_at(&wheel, &b.timer, 80);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 50), 2);
     CHECK_EQ_INT(seen_rc[0], 0); /* a one-shot in its callback */
@@ -145,10 +148,12 @@ TEST(remaining_errors)
     CHECK_EQ_INT(rota_timer_remaining(&wheel, NULL, &ticks), ROTA_EINVAL);
     CHECK_EQ_U64(ticks, 0);
     CHECK_EQ_INT(rota_timer_remaining(&wheel, &a.timer, NULL), ROTA_EINVAL);
-    ticks = 7;
-    CHECK_EQ_INT(rota_timer_remaining(&wheel, &a.timer, &ticks),
-                 ROTA_EOTHERWHEEL);
-    CHECK_EQ_U64(ticks, 0);
+    if (rota_debug_enabled()) { /* a release build takes the caller's word */
+        ticks = 7;
+        CHECK_EQ_INT(rota_timer_remaining(&wheel, &a.timer, &ticks),
+                     ROTA_EOTHERWHEEL);
+        CHECK_EQ_U64(ticks, 0);
+    }
     CHECK_EQ_INT(rota_timer_remaining(&other, &a.timer, &ticks), 1);
     CHECK_EQ_U64(ticks, 10);
     memset(&junk, 0, sizeof junk);
@@ -244,7 +249,7 @@ static unsigned random_walks(uint64_t seed, unsigned ops, bool plant,
 
     rota_wheel_init(&wheel, 1000000);
     for (unsigned i = 0; i < POOL; i++) {
-        rota_timer_init(&pool[i].timer, model_fire);
+        rota_periodic_init(&pool[i].per, model_fire);
         pool[i].id = i;
         model_pending[i] = model_periodic[i] = false;
     }
@@ -257,13 +262,13 @@ static unsigned random_walks(uint64_t seed, unsigned ops, bool plant,
         case 0:
         case 1:
         case 2:
+            /* a periodic timer keeps its period (rota.h) */
             rota_timer_arm_at(&wheel, &pool[id].timer, now + delay);
             model_pending[id] = true;
-            model_periodic[id] = false;
             break;
         case 3:
-            rota_timer_arm_periodic_at(&wheel, &pool[id].timer, now + delay,
-                                       1 + h_rand(&s) % 300, ROTA_MISSED_SKIP);
+            rota_periodic_arm_at(&wheel, &pool[id].per, now + delay,
+                                 1 + h_rand(&s) % 300, ROTA_MISSED_SKIP);
             model_pending[id] = model_periodic[id] = true;
             break;
         case 4:
@@ -367,7 +372,8 @@ TEST(foreach_from_callback_sees_due_and_deferred)
     rota_timer_arm_at(&wheel, &pool[2].timer, 20);
     rota_timer_arm_at(&wheel, &pool[3].timer, 5000);
     rota_timer_arm_at(&wheel, &pool[4].timer, 1u << 20);
-    rota_timer_arm_periodic_at(&wheel, &pool[5].timer, 20, 3, ROTA_MISSED_SKIP);
+    rota_periodic_init(&pool[5].per, NULL);
+    rota_periodic_arm_at(&wheel, &pool[5].per, 20, 3, ROTA_MISSED_SKIP);
     pending[1] = pending[2] = pending[3] = pending[4] = true;
     pending[5] = pending[9] = true;
     CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 20, 1, NULL), 1);

@@ -723,7 +723,7 @@ static void test_memory_per_entry(void)
     rota_keyed_stats(map, &after);
     CHECK_EQ_INT(after.slots, 1u << 16);
 #if defined(__x86_64__)
-    CHECK_EQ_INT(SLOT_BYTES, 72);
+    CHECK_EQ_INT(SLOT_BYTES, 56);
 #endif
     CHECK_EQ_INT(after.bytes - before.bytes, after.slots * SLOT_BYTES);
     printf("memory per entry (8-byte keys): %zu bytes of table at load "

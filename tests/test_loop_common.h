@@ -302,8 +302,8 @@ static void lt_scenario_zero_delay(void)
 #define LT_RUN_NS (900u * LT_MS)
 
 struct lt_conn {
-    struct rota_timer idle; /* server side: kicks when silent */
-    struct rota_timer chat; /* client side: chatty writes */
+    struct rota_timer idle;    /* server side: kicks when silent */
+    struct rota_periodic chat; /* client side: chatty writes */
     int server_fd, client_fd;
     bool chatty;
     uint64_t last_write_ns;
@@ -329,7 +329,7 @@ static void lt_on_idle(struct rota_wheel *w, struct rota_timer *t,
 static void lt_on_chat(struct rota_wheel *w, struct rota_timer *t,
                        uint64_t late)
 {
-    struct lt_conn *c = rota_container_of(t, struct lt_conn, chat);
+    struct lt_conn *c = rota_container_of(t, struct lt_conn, chat.timer);
     (void)w;
     (void)late;
     c->last_write_ns = lt_mono_ns();
@@ -356,7 +356,7 @@ static void lt_on_stop(struct rota_wheel *w, struct rota_timer *t,
     (void)late;
     for (int i = 0; i < LT_CONNS; i++) {
         struct lt_conn *c = &lt_conns[i];
-        rota_timer_cancel(w, &c->chat);
+        rota_timer_cancel(w, &c->chat.timer);
         if (c->server_fd >= 0) {
             rota_timer_cancel(w, &c->idle);
             lt->unwatch(c->server_fd);
@@ -390,7 +390,7 @@ static void lt_scenario_idle_kicks(void)
         c->server_fd = accept4(ls, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         CHECK(c->server_fd >= 0);
         rota_timer_init(&c->idle, lt_on_idle);
-        rota_timer_init(&c->chat, lt_on_chat);
+        rota_periodic_init(&c->chat, lt_on_chat);
         CHECK(rota_timer_arm_at(&lt_wheel, &c->idle,
                                 lt->deadline_after(LT_IDLE_NS)) == 0);
         lt->watch(c->server_fd, lt_on_server_readable, c);
@@ -398,9 +398,9 @@ static void lt_scenario_idle_kicks(void)
         CHECK(write(c->client_fd, "h", 1) == 1);
         if (c->chatty) {
             uint64_t first = lt->deadline_after(LT_CHAT_NS);
-            CHECK(rota_timer_arm_periodic_at(&lt_wheel, &c->chat, first,
-                                             LT_CHAT_NS / LT_KICK_TICK_NS,
-                                             ROTA_MISSED_SKIP) == 0);
+            CHECK(rota_periodic_arm_at(&lt_wheel, &c->chat, first,
+                                       LT_CHAT_NS / LT_KICK_TICK_NS,
+                                       ROTA_MISSED_SKIP) == 0);
         }
     }
     close(ls);

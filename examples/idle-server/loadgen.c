@@ -74,7 +74,7 @@ static struct options opt;
 enum { C_IDLE, C_CONNECTING, C_OPEN, C_DONE };
 
 struct lconn {
-    struct rota_timer tick; /* chatty writes */
+    struct rota_periodic tick; /* chatty writes */
     uint64_t last_write_ns;
     uint64_t closed_ns; /* when the server's close was seen; 0: not */
     int fd;
@@ -109,7 +109,7 @@ struct proc {
 static void on_chatty(struct rota_wheel *wheel, struct rota_timer *timer,
                       uint64_t late)
 {
-    struct lconn *c = rota_container_of(timer, struct lconn, tick);
+    struct lconn *c = rota_container_of(timer, struct lconn, tick.timer);
     struct proc *p = rota_container_of(wheel, struct proc, wheel);
 
     (void)late;
@@ -120,7 +120,7 @@ static void on_chatty(struct rota_wheel *wheel, struct rota_timer *timer,
 
 static void finish(struct proc *p, struct lconn *c, uint64_t when)
 {
-    rota_timer_cancel(&p->wheel, &c->tick);
+    rota_timer_cancel(&p->wheel, &c->tick.timer);
     close(c->fd);
     c->fd = -1;
     if (c->state == C_OPEN)
@@ -145,7 +145,7 @@ static void connected(struct proc *p, struct lconn *c)
         uint64_t period = opt.interval_ns / TICK_NS;
         if (period == 0)
             period = 1;
-        rota_timer_arm_periodic_at(
+        rota_periodic_arm_at(
             &p->wheel, &c->tick,
             rota_clock_deadline_after(&p->clock, opt.interval_ns), period,
             ROTA_MISSED_BURST); /* a late wake-up catches up: exact rate */
@@ -257,7 +257,7 @@ static void run_share(long first, long count, int out_fd)
         c->chatty = chatty_total > 0 &&
                     (first + i) * chatty_total / opt.connections !=
                         (first + i + 1) * chatty_total / opt.connections;
-        rota_timer_init(&c->tick, on_chatty);
+        rota_periodic_init(&c->tick, on_chatty);
         if (c->chatty)
             p->sum.chatty++;
         else

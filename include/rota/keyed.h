@@ -83,8 +83,8 @@
  *
  *   Measured on x86-64 (tests/test_keyed.c checks the slot size; see
  *   examples/ttl-cache/README.md for the RSS figure):
- *     slot                   72 bytes (48 of them the struct rota_timer),
- *                            keys of up to 8 bytes included; 96 to 192
+ *     slot                   56 bytes (32 of them the struct rota_timer),
+ *                            keys of up to 8 bytes included; 75 to 149
  *                            bytes an entry at load 3/4 to 3/8
  *     + longer keys          a block of the key's length (with glibc
  *                            malloc's 8 bytes, rounded up to 16)

@@ -29,8 +29,10 @@
  * BURST timers that would cause it are cancelled first (on both sides). */
 #define BURST_CAP 4000u
 
+/* Even ids are periodic timers (struct rota_periodic), odd ids plain
+ * ones; every node has room for either. */
 struct node {
-    struct rota_timer timer;
+    struct rota_periodic per;
     uint32_t id;
     struct drv *d;
 };
@@ -62,6 +64,7 @@ struct got {
     uint64_t now_seen;
     size_t count_seen;
     size_t act_begin, act_end;
+    bool freed; /* the callback freed its own timer after its actions */
 };
 
 struct drv {
@@ -85,6 +88,8 @@ struct drv {
     size_t ids_cap;
     uint32_t *drained;
     size_t ndrained, drained_cap;
+    bool *drained_freed; /* drained[i]'s memory was replaced */
+    size_t drained_freed_cap;
     unsigned char *seen; /* visits per timer in a walk (pool entries) */
 
     bool failed;
@@ -176,7 +181,18 @@ static void replay_fail(struct drv *d, const char *fmt, ...)
 
 static struct rota_timer *T(struct drv *d, uint32_t id)
 {
-    return &d->nodes[id]->timer;
+    return &d->nodes[id]->per.timer;
+}
+
+static struct rota_periodic *P(struct drv *d, uint32_t id)
+{
+    return &d->nodes[id]->per;
+}
+
+/* The periodic timer nearest id. */
+static uint32_t periodic_id(uint32_t id)
+{
+    return id & ~1u;
 }
 
 static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late);
@@ -188,14 +204,19 @@ static struct node *new_node(struct drv *d, uint32_t id)
         fprintf(stderr, "driver: out of memory\n");
         abort();
     }
-    rota_timer_init(&n->timer, on_fire);
+    if (id % 2 == 0)
+        rota_periodic_init(&n->per, on_fire);
+    else
+        rota_timer_init(&n->per.timer, on_fire);
     n->id = id;
     n->d = d;
     return n;
 }
 
 /* The timer's memory goes back to the allocator: a wheel that still holds
- * it is caught by ASan or valgrind. */
+ * it is caught by ASan or valgrind.  The fresh memory has no schedule: the
+ * caller tells the model (model_renew()) where the model's timeline
+ * reaches that point. */
 static void replace_node(struct drv *d, uint32_t id)
 {
     free(d->nodes[id]);
@@ -563,7 +584,7 @@ struct walk {
 static int on_visit(struct rota_wheel *w, struct rota_timer *t, void *arg)
 {
     struct walk *k = arg;
-    struct node *n = rota_container_of(t, struct node, timer);
+    struct node *n = rota_container_of(t, struct node, per.timer);
     uint64_t ticks = 0;
 
     if (n->id < k->d->cfg.pool && k->d->seen[n->id] < UCHAR_MAX)
@@ -682,15 +703,16 @@ static void cb_action(struct drv *d, struct node *self)
         a.kind = A_ARM_IN;
         a.id = self->id;
         a.a = 0;
-        a.rc = rota_timer_arm_in(w, &self->timer, 0);
+        a.rc = rota_timer_arm_in(w, &self->per.timer, 0);
         break;
     case 4:
         a.kind = A_PERIODIC;
         a.a = gen_deadline(d, now);
         a.b = gen_period(d);
         a.policy = (int)rnd(d, 3);
-        a.rc = rota_timer_arm_periodic_at(w, T(d, target), a.a, a.b,
-                                          (enum rota_missed)a.policy);
+        a.id = target = periodic_id(target);
+        a.rc = rota_periodic_arm_at(w, P(d, target), a.a, a.b,
+                                    (enum rota_missed)a.policy);
         break;
     case 5:
     case 6: /* later */
@@ -792,7 +814,7 @@ static void cb_action(struct drv *d, struct node *self)
 
 static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
 {
-    struct node *self = rota_container_of(t, struct node, timer);
+    struct node *self = rota_container_of(t, struct node, per.timer);
     struct drv *d = self->d;
     struct got g = {0};
 
@@ -828,6 +850,7 @@ static void on_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
         uint32_t id = self->id;
         trace(d, "    in callback: free t%u\n", id);
         replace_node(d, id); /* self is gone now */
+        d->got[d->ngot - 1].freed = true;
     }
 }
 
@@ -880,8 +903,11 @@ static void replay(struct model *m, size_t k, const struct model_fire *f,
             rc = model_touch(m, a->id, a->a);
             break;
         case A_CANCEL:
+            rc = model_cancel(m, a->id);
+            break;
         case A_CANCEL_FREE:
             rc = model_cancel(m, a->id);
+            model_renew(m, a->id);
             break;
         case A_NEXT:
             result = model_next_deadline(m);
@@ -904,6 +930,8 @@ static void replay(struct model *m, size_t k, const struct model_fire *f,
                         k, g->f.id, i - g->act_begin, a->kind, a->id, a->a,
                         a->rc, a->result, rc, result);
     }
+    if (g->freed)
+        model_renew(m, g->f.id);
 }
 
 /* ------------------------------------------------------- calls that fire */
@@ -1008,7 +1036,8 @@ static void do_call(struct drv *d, enum call kind, uint64_t now, size_t max)
         if (rc >= 0 && fired <= max) {
             d->got = grow(d->got, &d->got_cap, fired, sizeof *d->got);
             for (size_t i = 0; i < fired; i++) {
-                struct node *n = rota_container_of(out[i], struct node, timer);
+                struct node *n =
+                    rota_container_of(out[i], struct node, per.timer);
                 memset(&d->got[i], 0, sizeof d->got[i]);
                 d->got[i].f.id = n->id;
                 trace(d, "  expired t%u\n", n->id);
@@ -1131,15 +1160,20 @@ static void do_call(struct drv *d, enum call kind, uint64_t now, size_t max)
 static void on_drain(struct rota_timer *t, void *arg)
 {
     struct drv *d = arg;
-    struct node *n = rota_container_of(t, struct node, timer);
+    struct node *n = rota_container_of(t, struct node, per.timer);
 
     if (rota_timer_pending(t))
         fail(d, "drain handed back timer %u while still pending", n->id);
     d->drained =
         grow(d->drained, &d->drained_cap, d->ndrained + 1, sizeof *d->drained);
+    d->drained_freed = grow(d->drained_freed, &d->drained_freed_cap,
+                            d->ndrained + 1, sizeof *d->drained_freed);
+    d->drained_freed[d->ndrained] = false;
     d->drained[d->ndrained++] = n->id;
-    if (chance(d, 30))
+    if (chance(d, 30)) {
         replace_node(d, n->id); /* fn may free the timer */
+        d->drained_freed[d->ndrained - 1] = true;
+    }
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -1158,6 +1192,9 @@ static void do_drain(struct drv *d)
     d->ndrained = 0;
     int rc = rota_wheel_drain(d->w, on_drain, d);
     size_t n = model_drain(&d->m, exp);
+    for (size_t i = 0; i < d->ndrained; i++)
+        if (d->drained_freed[i])
+            model_renew(&d->m, d->drained[i]);
     if (rc != 0)
         fail(d, "returned %d", rc);
     if (n != d->ndrained) {
@@ -1225,6 +1262,12 @@ int drv_step(struct drv *d)
         model_destroy(&d->m);
         if (model_init(&d->m, d->cfg.pool, d->cfg.start) != 0)
             abort();
+        /* Fresh timers too: a periodic one keeps its period otherwise. */
+        for (uint32_t k = 0; k < d->cfg.pool; k++) {
+            replace_node(d, k);
+            if (k % 2 == 0)
+                model_make_periodic(&d->m, k);
+        }
         (void)stats; /* rota_wheel_init() zeroes the counters too */
         d->restarts++;
     } else if (op < 140 ||
@@ -1311,7 +1354,7 @@ int drv_step(struct drv *d)
         expect_rc(d, rota_timer_cancel(w, T(d, id)), model_cancel(&d->m, id));
         check_timer(d, id);
     } else if (op < 560) {
-        id = (uint32_t)rnd(d, d->cfg.pool);
+        id = periodic_id((uint32_t)rnd(d, d->cfg.pool));
         x = gen_deadline(d, now);
         p = gen_period(d);
         policy = (int)rnd(d, 3);
@@ -1319,15 +1362,15 @@ int drv_step(struct drv *d)
                  "arm_periodic(t%u, %" PRIu64 ", %" PRIu64 ", %d)", id, x, p,
                  policy);
         trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d,
-                  rota_timer_arm_periodic_at(w, T(d, id), x, p,
-                                             (enum rota_missed)policy),
-                  model_arm_periodic(&d->m, id, x, p, policy));
+        expect_rc(
+            d,
+            rota_periodic_arm_at(w, P(d, id), x, p, (enum rota_missed)policy),
+            model_arm_periodic(&d->m, id, x, p, policy));
         check_timer(d, id);
     } else if (op < 565) {
         /* Calls that must fail with ROTA_EINVAL and change nothing. */
         struct rota_timer *out[1];
-        id = pick_pending(d);
+        id = periodic_id(pick_pending(d));
         p = chance(d, 50) ? 0 : 1 + rnd(d, 100);
         policy = p == 0 ? (int)rnd(d, 3) : 3 + (int)rnd(d, 300);
         if (chance(d, 10))
@@ -1337,10 +1380,10 @@ int drv_step(struct drv *d)
                  ", policy %d) + other invalid calls",
                  id, now, p, policy);
         trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d,
-                  rota_timer_arm_periodic_at(w, T(d, id), now, p,
-                                             (enum rota_missed)policy),
-                  model_arm_periodic(&d->m, id, now, p, policy));
+        expect_rc(
+            d,
+            rota_periodic_arm_at(w, P(d, id), now, p, (enum rota_missed)policy),
+            model_arm_periodic(&d->m, id, now, p, policy));
         expect_rc(d, rota_wheel_expire(w, add_sat(now, 5), NULL, 1, NULL),
                   ROTA_EINVAL);
         int ms = -1;
@@ -1436,8 +1479,11 @@ struct drv *drv_new(const struct drv_config *cfg, struct drv_src src)
         fprintf(stderr, "driver: out of memory\n");
         abort();
     }
-    for (uint32_t id = 0; id < d->cfg.pool; id++)
+    for (uint32_t id = 0; id < d->cfg.pool; id++) {
         d->nodes[id] = new_node(d, id);
+        if (id % 2 == 0)
+            model_make_periodic(&d->m, id);
+    }
     snprintf(d->op, sizeof d->op, "rota_wheel_init(%" PRIu64 ")", cfg->start);
     if (rota_wheel_init(d->w, cfg->start) != 0)
         fail(d, "rota_wheel_init failed");
@@ -1478,6 +1524,7 @@ int drv_finish(struct drv *d)
     free(d->exp);
     free(d->ids);
     free(d->drained);
+    free(d->drained_freed);
     free(d);
     return rc;
 }

@@ -58,13 +58,29 @@ static void arm_at(struct model *m, struct model_timer *t, uint64_t deadline)
     m->stats.armed++;
 }
 
+void model_make_periodic(struct model *m, uint32_t id)
+{
+    if (id < m->n)
+        m->t[id].periodic = true;
+}
+
+void model_renew(struct model *m, uint32_t id)
+{
+    if (id < m->n && !m->t[id].pending) {
+        m->t[id].period = 0;
+        m->t[id].policy = ROTA_MISSED_SKIP;
+    }
+}
+
 int model_arm(struct model *m, uint32_t id, uint64_t deadline)
 {
     if (id >= m->n)
         return ROTA_EINVAL;
     struct model_timer *t = &m->t[id];
-    t->period = 0;
-    t->policy = ROTA_MISSED_SKIP;
+    if (!t->periodic) { /* a struct rota_periodic keeps its schedule */
+        t->period = 0;
+        t->policy = ROTA_MISSED_SKIP;
+    }
     arm_at(m, t, clamp(m, deadline));
     return 0;
 }
@@ -78,7 +94,7 @@ int model_arm_periodic(struct model *m, uint32_t id, uint64_t first,
                        uint64_t period, int policy)
 {
     if (id >= m->n || period == 0 || policy < ROTA_MISSED_SKIP ||
-        policy > ROTA_MISSED_DELAY)
+        policy > ROTA_MISSED_DELAY || !m->t[id].periodic)
         return ROTA_EINVAL;
     struct model_timer *t = &m->t[id];
     t->period = period;

@@ -41,6 +41,7 @@ struct model_timer {
     uint64_t seq;
     uint64_t period; /* 0: one-shot */
     int policy;      /* enum rota_missed */
+    bool periodic;   /* a struct rota_periodic: arms keep its period */
     bool pending;
     bool touched;  /* touched to a later deadline since its last (re)arm */
     bool deferred; /* armed during the current pass at <= now */
@@ -78,6 +79,12 @@ typedef void model_hook(struct model *m, size_t index,
 
 int model_init(struct model *m, size_t n, uint64_t now);
 void model_destroy(struct model *m);
+/* Timer `id` is a struct rota_periodic (rota_periodic_init()): the only
+ * kind model_arm_periodic() takes, and whose period every arm keeps. */
+void model_make_periodic(struct model *m, uint32_t id);
+/* Timer `id`, idle, was replaced by fresh memory of the same kind: no
+ * schedule. */
+void model_renew(struct model *m, uint32_t id);
 
 /* The same return values as the rota_timer_* functions (no EUNINIT or
  * EOTHERWHEEL: the model has one wheel and every id is initialised). */
