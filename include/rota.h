@@ -369,7 +369,9 @@ ROTA_API int rota_timer_arm_at_noinline(struct rota_wheel *wheel,
                                         struct rota_timer *timer,
                                         uint64_t deadline);
 
-/* Arm at the wheel's `now` + `delay` (saturating).  As rota_timer_arm_at(). */
+/* Arm at rota_wheel_now() + `delay` (saturating): the wheel's `now`, or the
+ * present when a time source is set (rota_wheel_set_time_source()).  As
+ * rota_timer_arm_at(). */
 static inline int rota_timer_arm_in(struct rota_wheel *wheel,
                                     struct rota_timer *timer, uint64_t delay);
 
@@ -552,6 +554,10 @@ struct rota_wheel {
      * marks_[i] separates the timers filed from the cascade's front (before
      * it) from those filed from its back (after it). */
     struct rota_link marks_[ROTA_WHEEL_SLOTS];
+    /* rota_wheel_set_time_source(): read by rota_wheel_now() and
+     * rota_timer_arm_in() only; NULL when none is set. */
+    uint64_t (*time_fn_)(void *arg);
+    void *time_arg_;
 };
 
 /* link_.prev of an idle timer: not the address of any link (odd, and in
@@ -652,12 +658,17 @@ static inline int rota_timer_arm_at(struct rota_wheel *wheel,
     return rota_timer_arm_at_noinline(wheel, timer, deadline);
 }
 
+/* Declared again for rota_timer_arm_in(), which asks it when the wheel has
+ * a time source (see below). */
+ROTA_API uint64_t rota_wheel_now(const struct rota_wheel *wheel);
+
 static inline int rota_timer_arm_in(struct rota_wheel *wheel,
                                     struct rota_timer *timer, uint64_t delay)
 {
     if (wheel == NULL)
         return ROTA_EINVAL;
-    uint64_t now = wheel->now_;
+    uint64_t now =
+        wheel->time_fn_ == NULL ? wheel->now_ : rota_wheel_now(wheel);
     uint64_t deadline =
         delay > ROTA_MAX_DEADLINE - now ? ROTA_MAX_DEADLINE : now + delay;
     return rota_timer_arm_at(wheel, timer, deadline);
@@ -879,8 +890,45 @@ ROTA_API uint64_t rota_wheel_next_deadline(struct rota_wheel *wheel);
 ROTA_API int rota_wheel_timeout_ms(struct rota_wheel *wheel, uint64_t now,
                                    uint64_t tick_ns, int *timeout_ms);
 
-/* The wheel's time: the latest `now` it was given. */
+/*
+ * The wheel's time: the latest `now` it was given; with a time source set
+ * (below), the source's reading when that is later (saturated to
+ * ROTA_MAX_DEADLINE).  So rota_wheel_now() + delay, like
+ * rota_timer_arm_in(), counts from the present on a wheel whose source
+ * says what the present is.
+ */
 ROTA_API uint64_t rota_wheel_now(const struct rota_wheel *wheel);
+
+/*
+ * A time source: the present in the wheel's ticks, rounded UP (the first
+ * tick that starts at or after this instant), from whatever clock the
+ * wheel's advances follow.  `arg` is the one given with it.
+ */
+typedef uint64_t rota_time_fn(void *arg);
+
+/*
+ * Give the wheel a source of the present, or remove it (fn NULL; arg is
+ * then ignored).  Why: a delay is counted from the wheel's `now`, the
+ * latest time it was advanced to, and whoever drives the wheel from an
+ * event loop advances it only when a timer is due, so that `now` can be
+ * seconds behind the present when the program arms "in 1 s" from an I/O
+ * callback: the timer would fire at once.  With a source, rota_wheel_now()
+ * and rota_timer_arm_in() take the later of `now` and the source's
+ * reading, which the source rounds up, and since an advance fires a timer
+ * only once its `now` has reached the deadline, a delay so counted is
+ * never short.  Nothing else changes: the wheel's own time still moves
+ * only through advance() and expire() (the source never fires anything),
+ * rota_timer_remaining() and callbacks' `late` still count from it, and
+ * the inline arm, touch and cancel never look at the source.  The core
+ * still reads no clock: the source is the caller's code.  Every event-loop
+ * adapter (rota/uv.h, ...) sets one on the wheel it binds and removes it
+ * when closed; rota_wheel_init() starts with none.  `fn` runs on the
+ * thread that calls rota_wheel_now() or rota_timer_arm_in(), from the
+ * wheel's callbacks too; it must not call into this wheel.  0, or
+ * ROTA_EINVAL (wheel NULL).
+ */
+ROTA_API int rota_wheel_set_time_source(struct rota_wheel *wheel,
+                                        rota_time_fn *fn, void *arg);
 
 /* The number of pending timers, O(1). */
 ROTA_API size_t rota_wheel_count(const struct rota_wheel *wheel);

@@ -6,10 +6,15 @@
 #ifndef ROTA_LOOP_COMMON_H
 #define ROTA_LOOP_COMMON_H
 
+#ifndef _GNU_SOURCE
+#error "loop_*.c: define _GNU_SOURCE first (CLOCK_MONOTONIC_COARSE below)"
+#endif
+
 #include "rota.h"
 #include "rota/clock.h"
 
 #include <stdint.h>
+#include <time.h>
 
 /* ticks * tick_ns, saturating: a deadline far away stays far away. */
 static inline uint64_t loop_ticks_to_ns(uint64_t ticks, uint64_t tick_ns)
@@ -33,6 +38,80 @@ static inline bool loop_can_bind(const struct rota_wheel *wheel,
 {
     return wheel != NULL && clock != NULL && wheel->due_.next != NULL &&
            rota_clock_ns(clock, 1) != 0;
+}
+
+/*
+ * NEVER EARLY FOR DELAYS: THE TIME SOURCE EVERY ADAPTER GIVES ITS WHEEL
+ *
+ * An adapter advances the wheel only when its OS timer wakes it, so the
+ * wheel's `now` is the time of the last wake-up: after a quiet stretch it
+ * is as old as the stretch.  A delay counted from it (rota_timer_arm_in(),
+ * rota_wheel_now() + d) would then fire early, by up to the whole delay:
+ * the loop's I/O callbacks run right after the poll returns, before any
+ * hook of the adapter, and code between two runs of the loop sees the
+ * wheel as the last run left it.
+ *
+ * The remedy chosen: each adapter, once bound, gives the wheel a time
+ * source (rota_wheel_set_time_source()) that reads the adapter's clock
+ * afresh, rounded up, exactly as *_deadline_after(0) does.  So the delay
+ * starts at the instant of the call, wherever the call is made: in an I/O
+ * callback, in a timer callback after others that ran long, in the
+ * program between loop turns.  The alternatives fall short:
+ *   - moving the wheel's time forward (an advance that fires nothing) at
+ *     each point the adapter controls leaves the I/O callbacks of libuv,
+ *     libev, libevent and sd-event with the old time (they run before any
+ *     such point), and no loop gives a hook between a long callback and
+ *     the next;
+ *   - the loops' own cached times (uv_now(), ev_now(), libevent's cache,
+ *     sd_event_now()) are fresh only at the start of a turn, libuv's is
+ *     truncated to milliseconds, and each would need its own code.
+ * The cost is one clock read (vDSO, tens of nanoseconds) per arm_in() or
+ * rota_wheel_now() on a bound wheel; arm_at(), touch_at() and cancel()
+ * never read it, and deadlines from *_deadline_after() cost what they did.
+ *
+ * A coarse clock lags the real time by up to a jiffy, which would make a
+ * delay short by as much; the source reads CLOCK_MONOTONIC instead (the
+ * same time line, so the wheel's advances, which follow the coarse clock,
+ * only come later).  BOOTTIME is read as it is.
+ *
+ * The source's argument is the adapter's copy of the clock, so the
+ * adapter's struct must stay where it is while bound (each header says so);
+ * closing the adapter removes the source, unless the wheel has since been
+ * given another one.
+ */
+static inline uint64_t loop_present(void *arg)
+{
+    struct rota_clock fine = *(const struct rota_clock *)arg;
+#ifdef CLOCK_MONOTONIC_COARSE
+    if ((clockid_t)fine.id_ == CLOCK_MONOTONIC_COARSE)
+        fine.id_ = CLOCK_MONOTONIC;
+#endif
+    return rota_clock_deadline_after(&fine, 0);
+}
+
+/* Once bound: delays on `wheel` count from the present on `clock`. */
+static inline void loop_give_time_source(struct rota_wheel *wheel,
+                                         const struct rota_clock *clock)
+{
+    rota_wheel_set_time_source(wheel, loop_present, (void *)clock);
+}
+
+/* At close: take the source back if it is still this adapter's. */
+static inline void loop_take_time_source(struct rota_wheel *wheel,
+                                         const struct rota_clock *clock)
+{
+    if (wheel != NULL && wheel->time_fn_ == loop_present &&
+        wheel->time_arg_ == (const void *)clock)
+        rota_wheel_set_time_source(wheel, NULL, NULL);
+}
+
+/* The wheel's own time, the latest `now` it was advanced to (a private
+ * field): what an adapter must compare its clock with.  rota_wheel_now()
+ * reads the time source, which rounds up: advancing to it could fire a
+ * timer up to a tick early. */
+static inline uint64_t loop_wheel_time(const struct rota_wheel *wheel)
+{
+    return wheel->now_;
 }
 
 /* The wheel's count of arms and earlier touches (rota_stats.armed): when it

@@ -139,7 +139,10 @@ int rota_epoll_init(struct rota_epoll *et, struct rota_wheel *wheel,
             return ROTA_ESYS;
     }
     int rc = rearm(et);
-    return rc < 0 ? rc : 0;
+    if (rc < 0)
+        return rc;
+    loop_give_time_source(wheel, &et->clock_); /* loop_common.h: why */
+    return 0;
 }
 
 int rota_epoll_fd(const struct rota_epoll *et)
@@ -221,8 +224,8 @@ int rota_epoll_dispatch(struct rota_epoll *et)
     }
     if (now < et->armed_)
         return 0; /* not yet: the common case in timeout mode */
-    if (now < rota_wheel_now(et->wheel_))
-        now = rota_wheel_now(et->wheel_); /* not a clock step back: above */
+    if (now < loop_wheel_time(et->wheel_))
+        now = loop_wheel_time(et->wheel_); /* not a clock step back: above */
     et->wakeups_++;
     if (et->budget_ == 0) {
         int fired = rota_wheel_advance(et->wheel_, now);
@@ -239,7 +242,7 @@ int rota_epoll_dispatch(struct rota_epoll *et)
     if (more) {
         /* Timers remain due: wake again at once, after the loop polled. */
         et->seen_armed_ = loop_armed_count(et->wheel_);
-        rc = arm_at(et, rota_wheel_now(et->wheel_));
+        rc = arm_at(et, loop_wheel_time(et->wheel_));
     } else {
         rc = rearm(et);
     }
@@ -256,4 +259,5 @@ void rota_epoll_close(struct rota_epoll *et)
         close(et->tfd_);
     et->tfd_ = -1;
     et->armed_ = ROTA_NEVER;
+    loop_take_time_source(et->wheel_, &et->clock_);
 }

@@ -16,6 +16,7 @@
  * callback with after = 0 runs in the next iteration, after a poll: a
  * wheel timer that re-arms itself with delay 0 cannot starve the loop.
  */
+#define _GNU_SOURCE /* loop_common.h: CLOCK_MONOTONIC_COARSE */
 #include "loop_common.h"
 #include "rota/ev.h"
 
@@ -100,6 +101,7 @@ int rota_ev_init(struct rota_ev *rw, struct ev_loop *loop,
     ev_prepare_start(loop, &rw->prepare_);
     ev_unref(loop); /* the prepare watcher alone keeps nothing alive */
     rw->started_ = 1;
+    loop_give_time_source(wheel, &rw->clock_); /* loop_common.h: why */
     rota_ev_sync(rw); /* timers the wheel already holds */
     return 0;
 }
@@ -123,4 +125,5 @@ void rota_ev_close(struct rota_ev *rw)
     ev_prepare_stop(rw->loop_, &rw->prepare_);
     rw->started_ = 0;
     rw->armed_ = ROTA_NEVER;
+    loop_take_time_source(rw->wheel_, &rw->clock_);
 }

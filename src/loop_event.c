@@ -17,6 +17,7 @@
  * next iteration, after a poll: a wheel timer that re-arms itself with delay
  * 0 cannot starve the loop.
  */
+#define _GNU_SOURCE /* loop_common.h: CLOCK_MONOTONIC_COARSE */
 #include "loop_common.h"
 #include "rota/event.h"
 
@@ -113,6 +114,7 @@ int rota_event_init(struct rota_event *rw, struct event_base *base,
         rota_event_close(rw);
         return rc;
     }
+    loop_give_time_source(wheel, &rw->clock_); /* loop_common.h: why */
     return 0;
 }
 
@@ -133,4 +135,5 @@ void rota_event_close(struct rota_event *rw)
     event_free(rw->timer_); /* deletes it first if it is pending */
     rw->timer_ = NULL;
     rw->armed_ = ROTA_NEVER;
+    loop_take_time_source(rw->wheel_, &rw->clock_);
 }

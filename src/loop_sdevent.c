@@ -125,8 +125,8 @@ static int on_time(sd_event_source *s, uint64_t usec, void *userdata)
          * it would mean waking again and again until it catches up. */
         now = rs->armed_;
     }
-    if (now < rota_wheel_now(rs->wheel_))
-        now = rota_wheel_now(rs->wheel_);
+    if (now < loop_wheel_time(rs->wheel_))
+        now = loop_wheel_time(rs->wheel_);
     int more = 0;
     if (rs->budget_ == 0)
         rota_wheel_advance(rs->wheel_, now);
@@ -191,6 +191,7 @@ int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
         rota_sdevent_close(rs);
         return r;
     }
+    loop_give_time_source(wheel, &rs->clock_); /* loop_common.h: why */
     return 0;
 }
 
@@ -243,4 +244,5 @@ void rota_sdevent_close(struct rota_sdevent *rs)
         drop_source(rs->source_);
     rs->source_ = NULL;
     rs->armed_ = ROTA_NEVER;
+    loop_take_time_source(rs->wheel_, &rs->clock_);
 }

@@ -150,6 +150,7 @@ int rota_uring_init(struct rota_uring *ut, struct io_uring *ring,
     ut->can_update_ = !(flags & ROTA_URING_NO_UPDATE) &&
                       (ring->features & IORING_FEAT_EXT_ARG) != 0;
     ut->closed_ = 0;
+    loop_give_time_source(wheel, &ut->clock_); /* loop_common.h: why */
     /* seen_armed_ 0 never equals a live wheel's count once anything was
      * armed, so the first sync asks the wheel; asking here too arms at
      * once for the timers already pending. */
@@ -181,7 +182,7 @@ int rota_uring_sync(struct rota_uring *ut)
 static int rearm(struct rota_uring *ut, bool more)
 {
     ut->seen_armed_ = loop_armed_count(ut->wheel_);
-    uint64_t next = more ? rota_wheel_now(ut->wheel_)
+    uint64_t next = more ? loop_wheel_time(ut->wheel_)
                          : rota_wheel_next_deadline(ut->wheel_);
     if (ut->timeouts_ == 0)
         ut->armed_ = ROTA_NEVER;
@@ -199,8 +200,8 @@ static int wake(struct rota_uring *ut, uint64_t fired_at_least)
     uint64_t now = rota_clock_now(&ut->clock_);
     if (now < fired_at_least)
         now = fired_at_least; /* a coarse clock lags CLOCK_MONOTONIC */
-    if (now < rota_wheel_now(ut->wheel_))
-        now = rota_wheel_now(ut->wheel_);
+    if (now < loop_wheel_time(ut->wheel_))
+        now = loop_wheel_time(ut->wheel_);
     ut->wakeups_++;
     size_t fired = 0;
     int more = 0;
@@ -315,5 +316,6 @@ int rota_uring_close(struct rota_uring *ut)
     }
     ut->closed_ = 1;
     ut->armed_ = ROTA_NEVER;
+    loop_take_time_source(ut->wheel_, &ut->clock_);
     return ut->inflight_ > INT_MAX ? INT_MAX : (int)ut->inflight_;
 }

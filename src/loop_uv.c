@@ -166,7 +166,8 @@ int rota_uv_init(struct rota_uv *rw, uv_loop_t *loop, struct rota_wheel *wheel,
     rw->open_handles_++;
     rw->bound_ = 1;
     rw->prepare_ref_ = 1; /* until its first run: see the top */
-    rota_uv_sync(rw);     /* timers the wheel already holds */
+    loop_give_time_source(wheel, &rw->clock_); /* loop_common.h: why */
+    rota_uv_sync(rw); /* timers the wheel already holds */
     return 0;
 }
 
@@ -193,6 +194,7 @@ void rota_uv_close(struct rota_uv *rw, void (*cb)(struct rota_uv *rw))
     if (rw == NULL || !rw->bound_)
         return; /* init failed, or closed already */
     rw->bound_ = 0;
+    loop_take_time_source(rw->wheel_, &rw->clock_);
     rw->close_cb_ = cb;
     rw->armed_ = ROTA_NEVER;
     rw->timer_.data = rw;

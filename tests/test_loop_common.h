@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -517,6 +518,127 @@ static void lt_scenario_keeps_loop_alive(void)
     lt->fini();
 }
 
+/* ------------------------- scenario: delays counted after a long idle */
+
+/* A loop with nothing to do sleeps: the wheel's `now` stays where the last
+ * wake-up left it.  Then an I/O callback (a timerfd coming due, so the test
+ * needs no second thread) arms with a delay counted from the wheel's now,
+ * the three ways a user writes it: rota_timer_arm_in(), arm_at(now + d) and
+ * touch_at(now + d) of a timer armed far away before the idle.  Each must
+ * fire no earlier than d after the call by CLOCK_MONOTONIC (lt_on_timer()),
+ * not at once, as it would if the delay were counted from the stale time.
+ * Then the same between two runs of the loop, after a sleep outside it. */
+
+#define LT_IDLE_GAP_NS (300u * LT_MS) /* how long the loop sleeps */
+#define LT_GAP_DELAY 100u             /* then the delay, in 1 ms ticks */
+
+static struct lt_timer lt_in, lt_plus, lt_touched;
+/* The planted fault: the adapter's time source taken off the wheel after
+ * the bind, so that delays count from the wheel's stale time again. */
+static bool lt_planted_no_source;
+
+/* Set up `x` to be due `LT_GAP_DELAY` ticks after `t0_ns`. */
+static void lt_gap_prepare(struct lt_timer *x, uint64_t t0_ns)
+{
+    x->due_ns = t0_ns + LT_GAP_DELAY * LT_MS;
+    x->fired_ns = 0;
+    x->tick_ns = LT_MS;
+}
+
+/* The three arms, with the delay counted from the wheel's time.  due_ns
+ * is read before the calls: the earliest honest start. */
+static void lt_gap_arm(void)
+{
+    uint64_t t0 = lt_mono_ns();
+    lt_gap_prepare(&lt_in, t0);
+    lt_gap_prepare(&lt_plus, t0);
+    lt_gap_prepare(&lt_touched, t0);
+    rota_timer_init(&lt_in.t, lt_on_timer);
+    rota_timer_init(&lt_plus.t, lt_on_timer);
+    CHECK(rota_timer_arm_in(&lt_wheel, &lt_in.t, LT_GAP_DELAY) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &lt_plus.t,
+                            rota_wheel_now(&lt_wheel) + LT_GAP_DELAY) == 0);
+    CHECK(rota_timer_touch_at(&lt_wheel, &lt_touched.t,
+                              rota_wheel_now(&lt_wheel) + LT_GAP_DELAY) == 0);
+}
+
+/* Arm lt_touched far away (10 s): the touch of lt_gap_arm() brings it in. */
+static void lt_gap_arm_far(void)
+{
+    rota_timer_init(&lt_touched.t, lt_on_timer);
+    lt_touched.due_ns = UINT64_MAX; /* not to fire before the touch */
+    CHECK(rota_timer_arm_at(&lt_wheel, &lt_touched.t,
+                            lt->deadline_after(10000 * LT_MS)) == 0);
+}
+
+static void lt_on_gap_over(int fd, void *arg)
+{
+    uint64_t expirations;
+    (void)arg;
+    CHECK(read(fd, &expirations, sizeof expirations) ==
+          (ssize_t)sizeof expirations);
+    lt->unwatch(fd);
+    lt_gap_arm();
+    lt_sync_if_needed();
+}
+
+static void lt_gap_report(const char *where)
+{
+    const struct lt_timer *x[] = {&lt_in, &lt_plus, &lt_touched};
+    for (int i = 0; i < 3; i++) {
+        uint64_t t0 = x[i]->due_ns - LT_GAP_DELAY * LT_MS;
+        if (x[i]->fired_ns != 0)
+            printf("%s: %s: %s fired %.2f ms after the call (delay %u ms)\n",
+                   lt->name, where,
+                   i == 0   ? "arm_in"
+                   : i == 1 ? "arm_at(now + d)"
+                            : "touch_at(now + d)",
+                   (double)(x[i]->fired_ns - t0) / 1e6, LT_GAP_DELAY);
+    }
+}
+
+static void lt_scenario_delay_after_idle(void)
+{
+    lt_init(LT_MS);
+    if (lt_planted_no_source)
+        CHECK(rota_wheel_set_time_source(&lt_wheel, NULL, NULL) == 0);
+    lt_fired = 0;
+    lt_max_late_ns = 0;
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (!CHECK(tfd >= 0))
+        return;
+    lt_gap_arm_far();
+    lt->sync();
+    struct itimerspec its = {{0, 0}, {0, (long)LT_IDLE_GAP_NS}};
+    CHECK(timerfd_settime(tfd, 0, &its, NULL) == 0);
+    lt->watch(tfd, lt_on_gap_over, NULL);
+    lt->run(); /* idles, then the timerfd's callback arms */
+    CHECK_CMPU(lt_fired, ==, 3);
+    CHECK_CMPU(rota_wheel_count(&lt_wheel), ==, 0);
+    lt_gap_report("after an idle loop, from I/O");
+    close(tfd);
+
+    /* Between two runs: the loop has ended, the program sleeps. */
+    struct timespec gap = {0, (long)LT_IDLE_GAP_NS};
+    nanosleep(&gap, NULL);
+    lt_gap_arm_far();
+    lt_gap_arm();
+    if (lt->sync_before_run || lt->sync_before_rerun)
+        lt->sync();
+    lt->run();
+    CHECK_CMPU(lt_fired, ==, 6);
+    CHECK_CMPU(rota_wheel_count(&lt_wheel), ==, 0);
+    lt_gap_report("outside the loop, after a sleep");
+    lt->fini();
+
+    /* Closed, the adapter has taken its source back: the wheel's time no
+     * longer moves with the clock (and calls nothing of the adapter). */
+    uint64_t closed_at = rota_wheel_now(&lt_wheel);
+    struct timespec pause = {0, 5 * (long)LT_MS};
+    nanosleep(&pause, NULL);
+    CHECK_CMPU(rota_wheel_now(&lt_wheel), ==, closed_at);
+}
+
 /* ---------------------------------------------- the scenarios as tests */
 
 /* Select `ops` for the next scenario (and whatever its flavour needs).
@@ -547,7 +669,7 @@ static void lt_sync_is_lazy(const struct lt_ops *ops)
 }
 
 /*
- * LT_TESTS(v, ops) defines the six scenarios as tests named v_<scenario>
+ * LT_TESTS(v, ops) defines the seven scenarios as tests named v_<scenario>
  * for the struct lt_ops `ops` (an object with static storage), and
  * LT_TEST_LIST(v) lists them for h_main(), so `test_loop_epoll
  * epoll_timerfd_idle` runs one scenario on one flavour.
@@ -581,13 +703,38 @@ static void lt_sync_is_lazy(const struct lt_ops *ops)
     {                                                                          \
         lt_use(&(ops));                                                        \
         lt_scenario_keeps_loop_alive();                                        \
+    }                                                                          \
+    TEST(v##_delay_after_idle_never_early)                                     \
+    {                                                                          \
+        LT_USE(&(ops));                                                        \
+        lt_scenario_delay_after_idle();                                        \
     }
 #define LT_TEST_LIST(v)                                                        \
     H_TEST(v##_sync_is_lazy), H_TEST(v##_timers_never_early),                  \
         H_TEST(v##_earlier_timer_from_io),                                     \
         H_TEST(v##_zero_delay_rearm_lets_io_run),                              \
         H_TEST(v##_idle_kicks_on_loopback),                                    \
-        H_TEST(v##_pending_timers_keep_the_loop_alive)
+        H_TEST(v##_pending_timers_keep_the_loop_alive),                        \
+        H_TEST(v##_delay_after_idle_never_early)
+
+/*
+ * LT_PLANTED_TESTS(v, ops) defines v_delay_after_idle_catches_a_wheel_
+ * without_time_source: the scenario with the planted fault, which passes
+ * only if its checks catch the early fires (each loop test registers it
+ * with CTest on its own, so a scenario that stopped checking shows).
+ */
+#define LT_PLANTED_TESTS(v, ops)                                               \
+    TEST(v##_delay_after_idle_catches_a_wheel_without_time_source)             \
+    {                                                                          \
+        LT_USE(&(ops));                                                        \
+        lt_planted_no_source = true;                                           \
+        unsigned long mark = h_expect_begin();                                 \
+        lt_scenario_delay_after_idle();                                        \
+        CHECK(h_expect_end(mark) > 0);                                         \
+        lt_planted_no_source = false;                                          \
+    }
+#define LT_PLANTED_TEST_LIST(v)                                                \
+    H_TEST(v##_delay_after_idle_catches_a_wheel_without_time_source)
 
 /* main() of a loop test: seed the scenarios' delays, run the tests. */
 static int lt_main(int argc, char **argv, const struct h_test *tests,

@@ -337,6 +337,7 @@ static const struct lt_ops timerfd_ops = {
 
 LT_TESTS(epoll_timeout, timeout_ops)
 LT_TESTS(epoll_timerfd, timerfd_ops)
+LT_PLANTED_TESTS(epoll_timerfd, timerfd_ops)
 
 int main(int argc, char **argv)
 {
@@ -347,6 +348,7 @@ int main(int argc, char **argv)
         H_TEST(epoll_timerfd_coarse_clock_fires_once),
         LT_TEST_LIST(epoll_timeout),
         LT_TEST_LIST(epoll_timerfd),
+        LT_PLANTED_TEST_LIST(epoll_timerfd),
     };
     return lt_main(argc, argv, tests, H_COUNT(tests));
 }

@@ -127,12 +127,14 @@ static const struct lt_ops ev_ops = {
 };
 
 LT_TESTS(libev, ev_ops)
+LT_PLANTED_TESTS(libev, ev_ops)
 
 int main(int argc, char **argv)
 {
     static const struct h_test tests[] = {
         H_TEST(libev_lifetime),
         LT_TEST_LIST(libev),
+        LT_PLANTED_TEST_LIST(libev),
     };
     return lt_main(argc, argv, tests, H_COUNT(tests));
 }

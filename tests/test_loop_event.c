@@ -140,6 +140,7 @@ static const struct lt_ops precise_ops = {
     .name = "libevent-precise", .select = select_precise, EVENT_OPS};
 
 LT_TESTS(libevent, coarse_ops)
+LT_PLANTED_TESTS(libevent, coarse_ops)
 LT_TESTS(libevent_precise, precise_ops)
 
 int main(int argc, char **argv)
@@ -147,6 +148,7 @@ int main(int argc, char **argv)
     static const struct h_test tests[] = {
         H_TEST(libevent_lifetime),
         LT_TEST_LIST(libevent),
+        LT_PLANTED_TEST_LIST(libevent),
         LT_TEST_LIST(libevent_precise),
     };
     return lt_main(argc, argv, tests, H_COUNT(tests));

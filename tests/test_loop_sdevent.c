@@ -129,6 +129,7 @@ static const struct lt_ops sdevent_ops = {
 };
 
 LT_TESTS(sdevent, sdevent_ops)
+LT_PLANTED_TESTS(sdevent, sdevent_ops)
 
 /* ----------------------------------------------------- life and errors */
 
@@ -431,6 +432,7 @@ int main(int argc, char **argv)
         H_TEST(sdevent_child_of_fork_gets_echild),
         H_TEST(sdevent_never_early_catches_planted_early_fire),
         LT_TEST_LIST(sdevent),
+        LT_PLANTED_TEST_LIST(sdevent),
     };
     return lt_main(argc, argv, tests, H_COUNT(tests));
 }

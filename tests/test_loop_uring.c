@@ -621,6 +621,7 @@ static const struct lt_ops remove_ops = {
     .name = "uring-remove", .select = select_remove, URING_OPS};
 
 LT_TESTS(uring_update, update_ops)
+LT_PLANTED_TESTS(uring_update, update_ops)
 LT_TESTS(uring_remove, remove_ops)
 
 /* ---------------------------------------- an earlier timer moves it */
@@ -865,6 +866,7 @@ int main(int argc, char **argv)
         H_TEST(uring_close_cancels_the_timeout),
         H_TEST(uring_close_check_catches_a_missing_close),
         LT_TEST_LIST(uring_update),
+        LT_PLANTED_TEST_LIST(uring_update),
         LT_TEST_LIST(uring_remove),
     };
     return lt_main(argc, argv, tests, H_COUNT(tests));

@@ -152,12 +152,14 @@ static const struct lt_ops uv_ops = {
 };
 
 LT_TESTS(libuv, uv_ops)
+LT_PLANTED_TESTS(libuv, uv_ops)
 
 int main(int argc, char **argv)
 {
     static const struct h_test tests[] = {
         H_TEST(libuv_lifetime),
         LT_TEST_LIST(libuv),
+        LT_PLANTED_TEST_LIST(libuv),
     };
     return lt_main(argc, argv, tests, H_COUNT(tests));
 }

@@ -729,6 +729,111 @@ TEST(never_early_tick_by_tick)
     CHECK_WHEEL(&wheel);
 }
 
+/* ------------------------------------------------------- the time source */
+
+/* A fake present for rota_wheel_set_time_source(), and how often the wheel
+ * asked it. */
+static uint64_t fake_present;
+static unsigned present_reads;
+
+static uint64_t read_fake_present(void *arg)
+{
+    CHECK(arg == &fake_present);
+    present_reads++;
+    return *(const uint64_t *)arg;
+}
+
+/* Inside a callback: a delay of 10 counted from the source's present. */
+static void arm_in_10(struct rota_wheel *w, struct tn *self)
+{
+    CHECK_EQ_INT(rota_timer_arm_in(w, &self->timer, 10), 0);
+}
+
+/* With a source, delays count from the later of the wheel's time and the
+ * source's present, in arm_in(), in rota_wheel_now() + d and from a
+ * callback; the wheel's own time moves only by advance; the inline arm_at,
+ * touch_at and cancel never ask the source; removing it, or a new init,
+ * brings back the wheel's time alone. */
+TEST(time_source_counts_delays_from_the_present)
+{
+    struct tn t[4];
+    tn_init_all(t, 4);
+    present_reads = 0;
+    rota_wheel_init(&wheel, 1000);
+    CHECK_EQ_INT(rota_wheel_set_time_source(NULL, read_fake_present, NULL),
+                 ROTA_EINVAL);
+    CHECK_EQ_U64(rota_wheel_now(&wheel), 1000); /* none yet */
+
+    fake_present = 1500; /* the program's present; the wheel lags */
+    CHECK_EQ_INT(
+        rota_wheel_set_time_source(&wheel, read_fake_present, &fake_present),
+        0);
+    CHECK_EQ_U64(rota_wheel_now(&wheel), 1500);
+    CHECK_EQ_INT(rota_timer_arm_in(&wheel, &t[0].timer, 100), 0);
+    CHECK_EQ_INT(
+        rota_timer_arm_at(&wheel, &t[1].timer, rota_wheel_now(&wheel) + 100),
+        0);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[2].timer, 5000), 0);
+    CHECK_EQ_INT(
+        rota_timer_touch_at(&wheel, &t[2].timer, rota_wheel_now(&wheel) + 100),
+        0);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_U64(rota_timer_deadline(&t[i].timer), 1600);
+    unsigned reads = present_reads;
+    CHECK_EQ_U64(reads, 4); /* rota_wheel_now() three times, arm_in() once */
+
+    /* The inline paths and advance never ask it. */
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[3].timer, 1700), 0);
+    CHECK_EQ_INT(rota_timer_touch_at(&wheel, &t[3].timer, 1800), 0);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[3].timer), 1);
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1599), 0); /* not early */
+    CHECK_EQ_U64(present_reads, reads);
+    /* The source behind the wheel: the wheel's time wins. */
+    CHECK_EQ_U64(rota_wheel_now(&wheel), 1599);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1600), 3);
+    CHECK_EQ_U64(nent, 3);
+    for (size_t e = 0; e < nent; e++)
+        CHECK_EQ_U64(ent[e].late, 0);
+
+    /* From a callback: the pass's now is 1700, the present 2000. */
+    t[0].act = arm_in_10;
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[0].timer, 1700), 0);
+    fake_present = 2000;
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1700), 1);
+    CHECK(rota_timer_pending(&t[0].timer));
+    CHECK_EQ_U64(rota_timer_deadline(&t[0].timer), 2010);
+    t[0].act = NULL;
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 2009), 0);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 2010), 1);
+    CHECK_WHEEL(&wheel);
+
+    /* A present past the last deadline saturates, as the delay does. */
+    fake_present = UINT64_MAX;
+    CHECK_EQ_U64(rota_wheel_now(&wheel), ROTA_MAX_DEADLINE);
+    CHECK_EQ_INT(rota_timer_arm_in(&wheel, &t[1].timer, 5), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[1].timer), ROTA_MAX_DEADLINE);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[1].timer), 1);
+
+    /* Removed (arg ignored): the wheel's time alone, the source unread. */
+    CHECK_EQ_INT(rota_wheel_set_time_source(&wheel, NULL, &fake_present), 0);
+    reads = present_reads;
+    CHECK_EQ_U64(rota_wheel_now(&wheel), 2010);
+    CHECK_EQ_INT(rota_timer_arm_in(&wheel, &t[1].timer, 5), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[1].timer), 2015);
+    CHECK_EQ_U64(present_reads, reads);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[1].timer), 1);
+
+    /* rota_wheel_init() starts without one. */
+    CHECK_EQ_INT(
+        rota_wheel_set_time_source(&wheel, read_fake_present, &fake_present),
+        0);
+    rota_wheel_init(&wheel, 3000);
+    CHECK_EQ_U64(rota_wheel_now(&wheel), 3000);
+    CHECK_EQ_U64(present_reads, reads);
+    CHECK_WHEEL(&wheel);
+}
+
 /* ---------------------------------------------------- bug class reentrancy */
 
 static void rearm_zero(struct rota_wheel *w, struct tn *self)
@@ -2484,6 +2589,7 @@ int main(int argc, char **argv)
         H_TEST(delay_exact_multiple_of_level_span),
         H_TEST(deadlines_on_level_boundaries),
         H_TEST(never_early_tick_by_tick),
+        H_TEST(time_source_counts_delays_from_the_present),
         H_TEST(rearm_delay_zero_in_callback_fires_next_call),
         H_TEST(callback_cancels_next_due_timer),
         H_TEST(callback_cancels_and_frees_timer_due_in_same_pass),

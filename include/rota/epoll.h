@@ -90,6 +90,34 @@
  *   count suspend: a wait that spans one ends late by up to the time spent
  *   suspended.  Use ROTA_EPOLL_TIMERFD with a boottime clock.
  *
+ * DELAYS FROM NOW: NEVER EARLY
+ *   While bound, the adapter gives the wheel a time source
+ *   (rota_wheel_set_time_source() in rota.h): its clock read afresh and
+ *   rounded up.  So a delay counted from the wheel's now -
+ *   rota_timer_arm_in(&wheel, t, d), or rota_timer_arm_at() and
+ *   rota_timer_touch_at() with rota_wheel_now(&wheel) + d - starts at the
+ *   call, and the timer fires no earlier than d ticks after it, wherever the
+ *   call is made: while handling the events epoll_wait() returned (before
+ *   rota_epoll_dispatch(), which in any case advances the wheel only once the
+ *   armed deadline has come), in a wheel callback after others that ran long,
+ *   or anywhere else in the program between two waits.  Without the source it
+ *   would count from the adapter's last wake-up, which after an idle stretch
+ *   can be seconds old, and fire at once.
+ *
+ *   The wheel's own time (what advance() was last given, the `late` of
+ *   callbacks, rota_timer_remaining()) still moves only when the adapter
+ *   wakes.  Each such call reads the clock once (tens of nanoseconds);
+ *   deadlines from rota_clock_deadline_after() cost what they did, and
+ *   arm_at(), touch_at() and cancel() never read it.  With a coarse clock the
+ *   source reads CLOCK_MONOTONIC, which the coarse clock trails: a delay is
+ *   never cut short by its lag.  rota_epoll_close() removes the source (unless
+ *   the wheel has been given another since); while bound the wheel points at
+ *   the struct, which must not move.
+ *
+ *   The stateless helpers bind nothing and set no source: a loop built on them
+ *   advances the wheel itself, and counts delays from the time it last gave
+ *   the wheel (or gives the wheel a source of its own).
+ *
  * CALLBACK CONTEXT
  *   Timer callbacks run inside rota_epoll_dispatch() (inside
  *   rota_wheel_advance()): they may arm, touch and cancel timers freely;

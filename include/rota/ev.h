@@ -23,6 +23,29 @@
  *                         rota_ev_deadline_after(&rw, idle_ns));
  *     ev_run(EV_DEFAULT, 0);
  *
+ * DELAYS FROM NOW: NEVER EARLY
+ *   While bound, the adapter gives the wheel a time source
+ *   (rota_wheel_set_time_source() in rota.h): its clock read afresh and
+ *   rounded up.  So a delay counted from the wheel's now -
+ *   rota_timer_arm_in(&wheel, t, d), or rota_timer_arm_at() and
+ *   rota_timer_touch_at() with rota_wheel_now(&wheel) + d - starts at the
+ *   call, and the timer fires no earlier than d ticks after it, wherever the
+ *   call is made: in an I/O watcher's callback (libev runs them after its
+ *   poll, before any wake-up of the adapter's ev_timer has advanced the
+ *   wheel), in a wheel callback after others that ran long, or between two
+ *   ev_run() calls.  Without the source it would count from the adapter's last
+ *   wake-up, which after an idle stretch can be seconds old, and fire at once.
+ *
+ *   The wheel's own time (what advance() was last given, the `late` of
+ *   callbacks, rota_timer_remaining()) still moves only when the adapter
+ *   wakes.  Each such call reads the clock once (tens of nanoseconds);
+ *   deadlines from rota_ev_deadline_after() cost what they did, and arm_at(),
+ *   touch_at() and cancel() never read it.  With a coarse clock the source
+ *   reads CLOCK_MONOTONIC, which the coarse clock trails: a delay is never cut
+ *   short by its lag.  rota_ev_close() removes the source (unless the wheel
+ *   has been given another since); while bound the wheel points at the struct,
+ *   which must not move.
+ *
  * THE WHEEL IS THE CALLER'S
  *   As with every rota adapter, rota_ev_init() binds a wheel the caller has
  *   already initialised, in ticks of the clock it is given (CLOCK_MONOTONIC

@@ -42,6 +42,31 @@
  *   rota_sdevent_deadline_after(): a fresh reading, rounded up, so a timer
  *   never fires early.
  *
+ * DELAYS FROM NOW: NEVER EARLY
+ *   While bound, the adapter gives the wheel a time source
+ *   (rota_wheel_set_time_source() in rota.h): its clock read afresh and
+ *   rounded up.  So a delay counted from the wheel's now -
+ *   rota_timer_arm_in(&wheel, t, d), or rota_timer_arm_at() and
+ *   rota_timer_touch_at() with rota_wheel_now(&wheel) + d - starts at the
+ *   call, and the timer fires no earlier than d ticks after it, wherever the
+ *   call is made: in an I/O source's handler (sd-event dispatches one
+ *   source per iteration, so the adapter's own event source, which advances
+ *   the wheel, may come after it), in a wheel callback after others that ran
+ *   long, or outside sd_event_run().  sd_event_now() would not do: it is the
+ *   time of the iteration's wake-up.
+ *   Without the source it would count from the adapter's last wake-up, which
+ *   after an idle stretch can be seconds old, and fire at once.
+ *
+ *   The wheel's own time (what advance() was last given, the `late` of
+ *   callbacks, rota_timer_remaining()) still moves only when the adapter
+ *   wakes.  Each such call reads the clock once (tens of nanoseconds);
+ *   deadlines from rota_sdevent_deadline_after() cost what they did, and
+ *   arm_at(), touch_at() and cancel() never read it.  With a coarse clock the
+ *   source reads CLOCK_MONOTONIC, which the coarse clock trails: a delay is
+ *   never cut short by its lag.  rota_sdevent_close() removes the source
+ *   (unless the wheel has been given another since); while bound the wheel
+ *   points at the struct, which must not move.
+ *
  * ACCURACY
  *   The source is added with an accuracy of 1 us, not sd-event's default of
  *   250 ms: the wheel already groups its timers into ticks, so one wake-up

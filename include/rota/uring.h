@@ -60,6 +60,30 @@
  *   when the timeout fires the coarse clock may lag, and the wheel is then
  *   advanced to the armed deadline at least: never early, no spinning).
  *
+ * DELAYS FROM NOW: NEVER EARLY
+ *   While bound, the adapter gives the wheel a time source
+ *   (rota_wheel_set_time_source() in rota.h): its clock read afresh and
+ *   rounded up.  So a delay counted from the wheel's now -
+ *   rota_timer_arm_in(&wheel, t, d), or rota_timer_arm_at() and
+ *   rota_timer_touch_at() with rota_wheel_now(&wheel) + d - starts at the
+ *   call, and the timer fires no earlier than d ticks after it, wherever the
+ *   call is made: while handling your completions (the adapter's timeout
+ *   completion may come later in the same batch, or not at all when nothing is
+ *   due), in a wheel callback after others that ran long, or anywhere else
+ *   between two submits.  Without the source it would count from the adapter's
+ *   last wake-up, which after an idle stretch can be seconds old, and fire at
+ *   once.
+ *
+ *   The wheel's own time (what advance() was last given, the `late` of
+ *   callbacks, rota_timer_remaining()) still moves only when the adapter
+ *   wakes.  Each such call reads the clock once (tens of nanoseconds);
+ *   deadlines from rota_clock_deadline_after() cost what they did, and
+ *   arm_at(), touch_at() and cancel() never read it.  With a coarse clock the
+ *   source reads CLOCK_MONOTONIC, which the coarse clock trails: a delay is
+ *   never cut short by its lag.  rota_uring_close() removes the source (unless
+ *   the wheel has been given another since); while bound the wheel points at
+ *   the struct, which must not move.
+ *
  * BUDGET
  *   rota_uring_set_budget() bounds the callbacks (and the timers filed
  *   again) per wake-up; the rest stay due, the timeout is armed in the past,

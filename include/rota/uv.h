@@ -39,8 +39,30 @@
  *   and is truncated to milliseconds, so adding a delay to it can fire
  *   early - libuv's own uv_timer_t does exactly that (libuv#4773).  A timer
  *   fires when uv_now() has reached its deadline: never early.
- *   rota_timer_arm_in() counts from the wheel's `now`, the adapter's last
- *   wake-up, which may be long past: arm with a deadline instead.
+ *
+ * DELAYS FROM NOW: NEVER EARLY
+ *   While bound, the adapter gives the wheel a time source
+ *   (rota_wheel_set_time_source() in rota.h): its clock read afresh and
+ *   rounded up.  So a delay counted from the wheel's now -
+ *   rota_timer_arm_in(&wheel, t, d), or rota_timer_arm_at() and
+ *   rota_timer_touch_at() with rota_wheel_now(&wheel) + d - starts at the
+ *   call, and the timer fires no earlier than d ticks after it, wherever the
+ *   call is made: in an I/O callback (libuv runs them right after its poll,
+ *   before the adapter's uv timer has advanced the wheel), in a wheel callback
+ *   after others that ran long, or between two uv_run() calls.  uv_now() would
+ *   not do: it is as old as the loop turn and truncated to milliseconds.
+ *   Without the source it would count from the adapter's last wake-up, which
+ *   after an idle stretch can be seconds old, and fire at once.
+ *
+ *   The wheel's own time (what advance() was last given, the `late` of
+ *   callbacks, rota_timer_remaining()) still moves only when the adapter
+ *   wakes.  Each such call reads the clock once (tens of nanoseconds);
+ *   deadlines from rota_uv_deadline_after() cost what they did, and arm_at(),
+ *   touch_at() and cancel() never read it.  With a coarse clock the source
+ *   reads CLOCK_MONOTONIC, which the coarse clock trails: a delay is never cut
+ *   short by its lag.  rota_uv_close() removes the source (unless the wheel
+ *   has been given another since); while bound the wheel points at the struct,
+ *   which must not move.
  *
  * PENDING TIMERS KEEP THE LOOP ALIVE, AND WHEN TO CALL rota_uv_sync()
  *   The adapter learns of new timers before the loop next blocks (from a
