@@ -746,7 +746,7 @@ static uint64_t read_fake_present(void *arg)
 /* Inside a callback: a delay of 10 counted from the source's present. */
 static void arm_in_10(struct rota_wheel *w, struct tn *self)
 {
-    CHECK_EQ_INT(rota_timer_arm_in(w, &self->timer, 10), 0);
+    CHECK_EQ_INT(rota_timer_arm_in(w, &self->per.timer, 10), 0);
 }
 
 /* With a source, delays count from the later of the wheel's time and the
@@ -769,23 +769,23 @@ TEST(time_source_counts_delays_from_the_present)
         rota_wheel_set_time_source(&wheel, read_fake_present, &fake_present),
         0);
     CHECK_EQ_U64(rota_wheel_now(&wheel), 1500);
-    CHECK_EQ_INT(rota_timer_arm_in(&wheel, &t[0].timer, 100), 0);
-    CHECK_EQ_INT(
-        rota_timer_arm_at(&wheel, &t[1].timer, rota_wheel_now(&wheel) + 100),
-        0);
-    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[2].timer, 5000), 0);
-    CHECK_EQ_INT(
-        rota_timer_touch_at(&wheel, &t[2].timer, rota_wheel_now(&wheel) + 100),
-        0);
+    CHECK_EQ_INT(rota_timer_arm_in(&wheel, &t[0].per.timer, 100), 0);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[1].per.timer,
+                                   rota_wheel_now(&wheel) + 100),
+                 0);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[2].per.timer, 5000), 0);
+    CHECK_EQ_INT(rota_timer_touch_at(&wheel, &t[2].per.timer,
+                                     rota_wheel_now(&wheel) + 100),
+                 0);
     for (int i = 0; i < 3; i++)
-        CHECK_EQ_U64(rota_timer_deadline(&t[i].timer), 1600);
+        CHECK_EQ_U64(rota_timer_deadline(&t[i].per.timer), 1600);
     unsigned reads = present_reads;
     CHECK_EQ_U64(reads, 4); /* rota_wheel_now() three times, arm_in() once */
 
     /* The inline paths and advance never ask it. */
-    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[3].timer, 1700), 0);
-    CHECK_EQ_INT(rota_timer_touch_at(&wheel, &t[3].timer, 1800), 0);
-    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[3].timer), 1);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[3].per.timer, 1700), 0);
+    CHECK_EQ_INT(rota_timer_touch_at(&wheel, &t[3].per.timer, 1800), 0);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[3].per.timer), 1);
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 1599), 0); /* not early */
     CHECK_EQ_U64(present_reads, reads);
@@ -798,11 +798,11 @@ TEST(time_source_counts_delays_from_the_present)
 
     /* From a callback: the pass's now is 1700, the present 2000. */
     t[0].act = arm_in_10;
-    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[0].timer, 1700), 0);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[0].per.timer, 1700), 0);
     fake_present = 2000;
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 1700), 1);
-    CHECK(rota_timer_pending(&t[0].timer));
-    CHECK_EQ_U64(rota_timer_deadline(&t[0].timer), 2010);
+    CHECK(rota_timer_pending(&t[0].per.timer));
+    CHECK_EQ_U64(rota_timer_deadline(&t[0].per.timer), 2010);
     t[0].act = NULL;
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 2009), 0);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 2010), 1);
@@ -811,18 +811,18 @@ TEST(time_source_counts_delays_from_the_present)
     /* A present past the last deadline saturates, as the delay does. */
     fake_present = UINT64_MAX;
     CHECK_EQ_U64(rota_wheel_now(&wheel), ROTA_MAX_DEADLINE);
-    CHECK_EQ_INT(rota_timer_arm_in(&wheel, &t[1].timer, 5), 0);
-    CHECK_EQ_U64(rota_timer_deadline(&t[1].timer), ROTA_MAX_DEADLINE);
-    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[1].timer), 1);
+    CHECK_EQ_INT(rota_timer_arm_in(&wheel, &t[1].per.timer, 5), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[1].per.timer), ROTA_MAX_DEADLINE);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[1].per.timer), 1);
 
     /* Removed (arg ignored): the wheel's time alone, the source unread. */
     CHECK_EQ_INT(rota_wheel_set_time_source(&wheel, NULL, &fake_present), 0);
     reads = present_reads;
     CHECK_EQ_U64(rota_wheel_now(&wheel), 2010);
-    CHECK_EQ_INT(rota_timer_arm_in(&wheel, &t[1].timer, 5), 0);
-    CHECK_EQ_U64(rota_timer_deadline(&t[1].timer), 2015);
+    CHECK_EQ_INT(rota_timer_arm_in(&wheel, &t[1].per.timer, 5), 0);
+    CHECK_EQ_U64(rota_timer_deadline(&t[1].per.timer), 2015);
     CHECK_EQ_U64(present_reads, reads);
-    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[1].timer), 1);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[1].per.timer), 1);
 
     /* rota_wheel_init() starts without one. */
     CHECK_EQ_INT(
