@@ -79,6 +79,14 @@ struct client {
     bool eof;        /* the peer shut down its side: serve, flush, close */
     uint32_t events; /* what the epoll set waits for */
 
+    /* Fairness (server.c, CLIENTS): a turn does bounded work; a client
+     * with work left waits on the ready list for its next turn. */
+    bool backlog;                 /* complete requests left unrun */
+    bool more_in;                 /* the last read filled its space */
+    bool ready;                   /* on the ready list */
+    struct client *rprev, *rnext; /* the ready list */
+    uint64_t turn;                /* the loop turn that last served it */
+
     /* Input: bytes [0, in_len) of `in`; the current request starts at
      * qpos and is parsed up to ppos. */
     char *in;
@@ -141,6 +149,8 @@ struct server {
     bool accept_parked;
     uint64_t accept_retry_tick, accept_backoff;
     struct client *clients_list;
+    struct client *ready_list; /* clients with work left (server.c) */
+    uint64_t turn;             /* loop turns, to serve a client once each */
 
     size_t peak_memory;
     uint64_t commands, connections, expired, evicted, rejected, keyspace_hits,
