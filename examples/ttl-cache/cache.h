@@ -203,9 +203,10 @@ void store_destroy(void);
 /* Refresh S.now_tick and S.now_ms (before each command and loop turn). */
 void store_tick(void);
 /* Expire the keys that are due for about `budget_ns` at most (in steps of
- * rota_keyed_advance_max()); true when due work is left: call again soon,
- * without sleeping.  Keys due and not yet expired are still in the map but
- * never served (store_lookup() checks their time). */
+ * rota_keyed_advance_max()), and unmap a slice of a table the map freed;
+ * true when work of either kind is left: call again soon, without
+ * sleeping.  Keys due and not yet expired are still in the map but never
+ * served (store_lookup() checks their time). */
 bool store_expire(uint64_t budget_ns);
 /* The live value of a key (an expired one is deleted and not found). */
 struct value *store_lookup(const char *key, size_t len);
