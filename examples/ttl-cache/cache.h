@@ -79,6 +79,14 @@ struct client {
     bool eof;        /* the peer shut down its side: serve, flush, close */
     uint32_t events; /* what the epoll set waits for */
 
+    /* Fairness (server.c, CLIENTS): a turn does bounded work; a client
+     * with work left waits on the ready list for its next turn. */
+    bool backlog;                 /* complete requests left unrun */
+    bool more_in;                 /* the last read filled its space */
+    bool ready;                   /* on the ready list */
+    struct client *rprev, *rnext; /* the ready list */
+    uint64_t turn;                /* the loop turn that last served it */
+
     /* Input: bytes [0, in_len) of `in`; the current request starts at
      * qpos and is parsed up to ppos. */
     char *in;
@@ -141,6 +149,8 @@ struct server {
     bool accept_parked;
     uint64_t accept_retry_tick, accept_backoff;
     struct client *clients_list;
+    struct client *ready_list; /* clients with work left (server.c) */
+    uint64_t turn;             /* loop turns, to serve a client once each */
 
     size_t peak_memory;
     uint64_t commands, connections, expired, evicted, rejected, keyspace_hits,
@@ -190,8 +200,14 @@ bool opt_is(const struct arg *a, const char *word);
 
 int store_init(void);
 void store_destroy(void);
-/* Refresh S.now_tick and S.now_ms, and expire what the wheel says is due. */
+/* Refresh S.now_tick and S.now_ms (before each command and loop turn). */
 void store_tick(void);
+/* Expire the keys that are due for about `budget_ns` at most (in steps of
+ * rota_keyed_advance_max()), and unmap a slice of a table the map freed;
+ * true when work of either kind is left: call again soon, without
+ * sleeping.  Keys due and not yet expired are still in the map but never
+ * served (store_lookup() checks their time). */
+bool store_expire(uint64_t budget_ns);
 /* The live value of a key (an expired one is deleted and not found). */
 struct value *store_lookup(const char *key, size_t len);
 /* Set key to value bytes.  when: NO_EXPIRE or unix ms; keepttl keeps the

@@ -371,7 +371,7 @@ static void reply_unknown(struct client *c, struct arg *a, size_t argc)
 void execute(struct client *c, struct arg *a, size_t argc)
 {
     const struct command *cmd = lookup(&a[0]);
-    store_tick(); /* one instant per command; expire what is due */
+    store_tick(); /* one instant per command (expiry runs per loop turn) */
     S.commands++;
     if (cmd == NULL) {
         /* Redis reads the name as a C string: stop it at the request's

@@ -45,13 +45,13 @@ THE ALLOW-LIST: the only differences accepted, each for a stated reason.
   - Keys whose expiry passed but that Redis has not reclaimed yet still
     count in Redis's DBSIZE, SCAN and KEYS until something touches them
     (Redis 7.0 stores SET ... EXAT <past> and reclaims it lazily); the
-    cache removes them at once.  Before DBSIZE, SCAN, KEYS and INFO the
-    test touches every key of the pool on both servers (EXISTS, compared
-    too) and runs a whole SCAN (compared as a set), after which both must
-    agree exactly.  A key can still expire
-    between that touch and DBSIZE or INFO (the cache drops it at once,
-    Redis counts it): such a count is settled and asked again, up to
-    three times, before a difference fails.
+    cache removes them by its next loop turn.  Before DBSIZE, SCAN, KEYS
+    and INFO the test touches every key of the pool on both servers
+    (EXISTS, compared too) and runs a whole SCAN (compared as a set),
+    after which both must agree exactly.  A key can still expire between
+    that touch and DBSIZE or INFO (the cache drops it within a turn, Redis
+    counts it): such a count is settled and asked again, up to three
+    times, before a difference fails.
 """
 import os
 import random
@@ -173,7 +173,7 @@ class Diff:
     def settled(self, keys, *args, compare=None):
         """A count that includes Redis's unreclaimed keys (DBSIZE, INFO),
         compared after settle().  A key whose expiry falls between the
-        settle and the count is gone from the cache at once but still
+        settle and the count is gone from the cache within a turn but still
         counted by Redis, so a mismatch is settled and asked again (up to
         three times) before it counts: a real difference persists."""
         for attempt in range(3):

@@ -13,25 +13,44 @@
  * take Redis's units: 100, 10k (10,000), 10kb (10,240), 5mb, 1gb.
  *
  * THE LOOP
- *   One thread, one epoll set.  The loop sleeps until the wheel's next
- *   deadline (rota_wheel_timeout_ms(): rounded up, so it never wakes early
- *   and spins) or until a socket is ready; before each command the store
- *   refreshes its clocks and advances the map (store_tick()), so a key is
- *   gone from the first command after its time.
+ *   One thread, one level-triggered epoll set.  Each turn of the loop reads
+ *   the clocks, expires keys for about a millisecond at most
+ *   (store_expire()), then gives each client with something to do one
+ *   turn of bounded work (see CLIENTS).  The loop sleeps until the wheel's
+ *   next deadline (rota_wheel_timeout_ms(): rounded up, so it never wakes
+ *   early and spins) or until a socket is ready, and does not sleep at all
+ *   while expiry work or a client's work is left over from the last turn.
+ *   Commands read the clocks again (store_tick()) but do not expire: a key
+ *   whose time has passed and that no turn has reclaimed yet is still in
+ *   the map, and every read checks its expiry (store_lookup()), so it is
+ *   never served.
+ *
+ *   Why bounded: one pipelining client used to be served until its socket
+ *   was empty, and a million keys sharing a deadline were expired in one
+ *   call; either way every other client waited (seconds, or half a second).
+ *   Redis reads 16 KiB from a client per turn and expires in time-limited
+ *   cycles; so does this loop, with a bound on commands too.
  *
  * CLIENTS
  *   Each client has an input buffer (requests parsed in place, resp.c) and
- *   an output buffer.  Requests run as soon as they are complete; replies
- *   are written when the input read so far has been served.  A client
- *   whose replies pile up past 16 MiB (it pipelines and does not read) is
- *   not read from until they drain.  When the peer shuts down its sending
- *   side (read() returns 0, as `printf ... | nc` does), the requests
- *   already received are still run and every reply is written before the
- *   connection is closed: nothing the client asked for is dropped.  After
- *   a protocol error or QUIT the reply is written, nothing more is read or
- *   run, and the connection is closed.  A client whose unparsed input
- *   exceeds --client-query-buffer-limit is closed without a reply, as
- *   Redis does.
+ *   an output buffer.  A client's turn: run the requests left from its last
+ *   turn, read once (at most READ_CHUNK bytes, more only to finish a bulk
+ *   already announced, and only when no complete request is waiting), run
+ *   what arrived, at most CMDS_PER_TURN commands in all, then write the
+ *   replies.  A client that hit a bound with complete requests still in its
+ *   buffer, or whose read filled the space asked for (its socket may hold
+ *   more), joins the ready list and gets another turn in the next loop turn
+ *   without waiting for an epoll event: level-triggered epoll reports a
+ *   socket that still holds data, but not input already read and not yet
+ *   run.  A client whose replies pile up past 16 MiB (it pipelines and
+ *   does not read) is not read from or run until they drain.  When the
+ *   peer shuts down its sending side (read() returns 0, as `printf ... |
+ *   nc` does), the requests already received are still run and every reply
+ *   is written before the connection is closed: nothing the client asked
+ *   for is dropped.  After a protocol error or QUIT the reply is written,
+ *   nothing more is read or run, and the connection is closed.  A client
+ *   whose unparsed input exceeds --client-query-buffer-limit is closed
+ *   without a reply, as Redis does.
  *
  * DESCRIPTORS
  *   As Redis does, the server makes room for --max-clients connections at
@@ -56,6 +75,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -68,7 +88,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* A client's turn reads at most READ_CHUNK bytes (Redis's PROTO_IOBUF_LEN)
+ * and runs at most CMDS_PER_TURN commands; a turn of the loop spends about
+ * EXPIRE_NS_PER_TURN expiring keys at most (Redis's fast expire cycle is
+ * 1 ms too). */
 #define READ_CHUNK 16384
+#define CMDS_PER_TURN 1000u
+#define EXPIRE_NS_PER_TURN 1000000u
 #define RESERVED_FDS 32 /* descriptors kept for all but clients (Redis's) */
 
 struct server S;
@@ -106,8 +132,35 @@ static void unpark_listener(void)
 
 /* ------------------------------------------------------------ clients */
 
+/* The ready list: clients with work left from their last turn. */
+static void ready_add(struct client *c)
+{
+    if (c->ready)
+        return;
+    c->ready = true;
+    c->rprev = NULL;
+    c->rnext = S.ready_list;
+    if (S.ready_list != NULL)
+        S.ready_list->rprev = c;
+    S.ready_list = c;
+}
+
+static void ready_del(struct client *c)
+{
+    if (!c->ready)
+        return;
+    c->ready = false;
+    if (c->rprev != NULL)
+        c->rprev->rnext = c->rnext;
+    else
+        S.ready_list = c->rnext;
+    if (c->rnext != NULL)
+        c->rnext->rprev = c->rprev;
+}
+
 static void client_close(struct client *c)
 {
+    ready_del(c);
     if (c->prev != NULL)
         c->prev->next = c->next;
     else
@@ -137,22 +190,25 @@ static void update_events(struct client *c)
     c->events = events;
 }
 
-/* Run the complete requests in the input; true if any ran. */
-static bool process_input(struct client *c)
+/* Run the complete requests in the input, at most *budget of them (each
+ * one run takes one from it).  Sets c->backlog when it stopped with input
+ * left unrun because of the budget or the output bound. */
+static void process_input(struct client *c, unsigned *budget)
 {
-    bool ran = false;
-    while (!c->closing && !paused(c) && c->qpos < c->in_len &&
-           c->in_len >= c->need) {
-        c->need = 0;
-        enum parse r = parse_request(c);
-        if (r != PARSE_DONE) {
-            ran |= r == PARSE_ERROR;
+    c->backlog = false;
+    while (!c->closing && c->qpos < c->in_len && c->in_len >= c->need) {
+        if (*budget == 0 || paused(c)) {
+            c->backlog = true;
             break;
         }
+        c->need = 0;
+        enum parse r = parse_request(c);
+        if (r != PARSE_DONE)
+            break;
         if (c->argc > 0)
             execute(c, c->argv, c->argc);
         request_done(c);
-        ran = true;
+        (*budget)--;
     }
     if (c->qpos > 0) { /* drop what has been served */
         memmove(c->in, c->in + c->qpos, c->in_len - c->qpos);
@@ -166,7 +222,6 @@ static bool process_input(struct client *c)
         c->in = NULL;
         c->in_cap = 0;
     }
-    return ran;
 }
 
 /* Write what we can; false when the connection failed. */
@@ -191,31 +246,6 @@ static bool flush_output(struct client *c)
     return true;
 }
 
-/* Flush, run what waited for room, close when done; then set events. */
-static void client_service(struct client *c)
-{
-    for (;;) {
-        if (!flush_output(c)) {
-            client_close(c);
-            return;
-        }
-        if (c->out_len > c->out_off)
-            break; /* the socket is full: wait for EPOLLOUT */
-        if (c->closing) {
-            client_close(c);
-            return;
-        }
-        if (process_input(c))
-            continue;
-        if (c->eof) { /* every request answered and written */
-            client_close(c);
-            return;
-        }
-        break;
-    }
-    update_events(c);
-}
-
 /* Room to read another chunk.  The buffer doubles as a request grows, so
  * a big bulk costs a logarithmic number of copies; it never grows ahead of
  * the data, so announcing a 512 MB bulk and sending nothing costs nothing. */
@@ -234,39 +264,97 @@ static bool in_reserve(struct client *c)
     return true;
 }
 
-static void client_readable(struct client *c)
+/* One read(): READ_CHUNK bytes at most, or what is still missing of a
+ * bulk being received when that is more (its bytes are only copied, and
+ * reading a big value 16 KiB a turn would take thousands of turns).
+ * Sets c->more_in when the read filled what it asked for: the socket may
+ * hold more.  False when the client was closed. */
+static bool read_once(struct client *c)
 {
-    while (!c->closing && !c->eof && !paused(c)) {
-        if (!in_reserve(c)) {
-            c->closing = true; /* out of memory: drop the client */
-            break;
-        }
-        ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            break;
-        if (n < 0) { /* reset: no one to answer */
-            client_close(c);
-            return;
-        }
-        if (n == 0) {
-            c->eof = true;
-            break;
-        }
-        c->in_len += (size_t)n;
-        process_input(c);
-        /* The request not yet run: its bytes and its parsed arguments (a
-         * million empty bulks are 6 MB of input but 24 MB of arguments). */
-        if (c->in_len - c->qpos + c->argc * sizeof(struct arg) >
-            S.query_buffer_limit) {
-            fprintf(stderr, "rota-ttl-cache: closing a client whose query "
-                            "buffer passed client-query-buffer-limit\n");
-            client_close(c);
-            return;
-        }
+    c->more_in = false;
+    if (!in_reserve(c)) {
+        c->closing = true; /* out of memory: drop the client */
+        return true;
     }
-    client_service(c);
+    size_t want = READ_CHUNK;
+    if (c->need > c->in_len + want)
+        want = c->need - c->in_len;
+    if (want > c->in_cap - c->in_len)
+        want = c->in_cap - c->in_len;
+    ssize_t n;
+    do
+        n = read(c->fd, c->in + c->in_len, want);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return true;
+    if (n < 0) { /* reset: no one to answer */
+        client_close(c);
+        return false;
+    }
+    if (n == 0) {
+        c->eof = true;
+        return true;
+    }
+    c->in_len += (size_t)n;
+    c->more_in = (size_t)n == want;
+    return true;
+}
+
+/* The request not yet run: its bytes and its parsed arguments (a million
+ * empty bulks are 6 MB of input but 24 MB of arguments).  False when the
+ * client was closed for passing the limit. */
+static bool within_query_limit(struct client *c)
+{
+    if (c->in_len - c->qpos + c->argc * sizeof(struct arg) <=
+        S.query_buffer_limit)
+        return true;
+    fprintf(stderr, "rota-ttl-cache: closing a client whose query "
+                    "buffer passed client-query-buffer-limit\n");
+    client_close(c);
+    return false;
+}
+
+/*
+ * One turn of a client (see CLIENTS in the header): write what is pending,
+ * run the requests left from the last turn, read once if none is left and
+ * the socket is readable (or may still hold data), run what arrived, write
+ * the replies; then close it when it is done, or keep it on the ready list
+ * when it has work left.  At most CMDS_PER_TURN commands and one read.
+ */
+static void client_turn(struct client *c, bool readable)
+{
+    unsigned budget = CMDS_PER_TURN;
+
+    c->turn = S.turn;
+    if (!flush_output(c)) {
+        client_close(c);
+        return;
+    }
+    process_input(c, &budget);
+    if ((readable || c->more_in) && !c->backlog && !c->closing && !c->eof &&
+        !paused(c)) {
+        if (!read_once(c))
+            return;
+        process_input(c, &budget);
+        if (!within_query_limit(c))
+            return;
+    } else if (c->eof || c->closing) {
+        c->more_in = false;
+    }
+    if (!flush_output(c)) {
+        client_close(c);
+        return;
+    }
+    bool flushed = c->out_len == c->out_off;
+    if (flushed && (c->closing || (c->eof && !c->backlog))) {
+        client_close(c); /* every request answered and written */
+        return;
+    }
+    if (!c->closing && !paused(c) && (c->backlog || c->more_in))
+        ready_add(c);
+    else
+        ready_del(c);
+    update_events(c);
 }
 
 static void refuse(int fd)
@@ -490,6 +578,14 @@ int main(int argc, char **argv)
     S.maxmemory_samples = 5;
     S.policy = POLICY_NOEVICTION;
     parse_options(argc, argv);
+#ifdef M_MXFAST
+    /* No glibc fastbins.  Freed small blocks (a value is one) wait there
+     * unmerged until a large allocation or free merges them all at once:
+     * after a mass expiry had freed a few hundred thousand values over
+     * many turns, that one merge took 30 ms.  Without fastbins each free
+     * merges its own block (the thread cache still serves the hot sizes). */
+    mallopt(M_MXFAST, 0);
+#endif
     if (!fit_descriptor_limit())
         return 1;
 
@@ -514,33 +610,49 @@ int main(int argc, char **argv)
     }
 
     struct epoll_event events[128];
+    bool expiring = false; /* expiry work left from the last turn */
     while (!S.stop) {
         uint64_t now = rota_clock_now(&S.clock);
-        int timeout;
-        rota_wheel_timeout_ms(rota_keyed_wheel(S.map), now, TICK_NS, &timeout);
-        if (S.accept_parked) {
-            uint64_t wait =
-                S.accept_retry_tick > now ? S.accept_retry_tick - now : 0;
-            if (timeout < 0 || wait < (uint64_t)timeout)
-                timeout = (int)wait;
+        int timeout = 0;
+        /* Work left over: poll, don't sleep.  (Nor ask the wheel for its
+         * next deadline then: that would finish at once a cascade the
+         * bounded advance left half done.) */
+        if (!expiring && S.ready_list == NULL) {
+            rota_wheel_timeout_ms(rota_keyed_wheel(S.map), now, TICK_NS,
+                                  &timeout);
+            if (S.accept_parked) {
+                uint64_t wait =
+                    S.accept_retry_tick > now ? S.accept_retry_tick - now : 0;
+                if (timeout < 0 || wait < (uint64_t)timeout)
+                    timeout = (int)wait;
+            }
         }
         int n = epoll_wait(S.epfd, events, 128, timeout);
         if (n < 0 && errno != EINTR) {
             perror("rota-ttl-cache: epoll_wait");
             break;
         }
+        S.turn++;
         store_tick();
+        expiring = store_expire(EXPIRE_NS_PER_TURN);
         if (S.accept_parked && S.now_tick >= S.accept_retry_tick)
             unpark_listener();
         for (int i = 0; i < n; i++) {
             struct client *c = events[i].data.ptr;
-            if (c == NULL) {
+            if (c == NULL)
                 accept_clients();
-            } else if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-                client_readable(c);
-            } else if (events[i].events & EPOLLOUT) {
-                client_service(c);
-            }
+            else
+                client_turn(c, (events[i].events &
+                                (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0);
+        }
+        /* Then the clients with work left and no event this turn.  A turn
+         * changes only its own client's place in the list (it may leave
+         * it, stay, or be closed), and a client added during this walk is
+         * added at the head, behind us: `next` stays valid. */
+        for (struct client *c = S.ready_list, *next; c != NULL; c = next) {
+            next = c->rnext;
+            if (c->turn != S.turn)
+                client_turn(c, false);
         }
     }
     /* Graceful stop: the clients, the values (ours to free), the map. */
