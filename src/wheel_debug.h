@@ -103,6 +103,11 @@ _Noreturn void rota__debug_fatal(const char *misuse,
 #define MISUSE_HIGH_CALLBACK                                                   \
     "callback address above 2^48: a debug build cannot seal this timer"
 
+static inline bool timer_idle(const struct rota_timer *t)
+{
+    return t->link_.prev == ROTA__IDLE;
+}
+
 /* ------------------------------------------------ where the seal lives */
 
 _Static_assert(sizeof(rota_timer_fn *) == sizeof(uintptr_t),

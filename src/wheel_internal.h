@@ -31,11 +31,6 @@ _Static_assert(SLOT_COUNT / 64 <= 32, "occupied_words_ has a bit per word");
 /* A timer's state is its prev link (rota.h, struct rota_timer): ROTA__IDLE
  * while idle, a pointer while pending, and anything else (NULL, in zeroed
  * memory) in memory that rota_timer_init() never prepared. */
-static inline bool timer_idle(const struct rota_timer *t)
-{
-    return t->link_.prev == ROTA__IDLE;
-}
-
 static inline bool timer_pending(const struct rota_timer *t)
 {
     return (uintptr_t)t->link_.prev > (uintptr_t)ROTA__IDLE;
