@@ -121,9 +121,12 @@ int rota_epoll_init(struct rota_epoll *et, struct rota_wheel *wheel,
     et->rearms_ = 0;
     et->wakeups_ = 0;
     et->budget_ = 0;
-    et->wheel_ = wheel;
+    /* No wheel until it is checked: close after a failed init must not
+     * read one that was never initialised. */
+    et->wheel_ = NULL;
     if (!loop_can_bind(wheel, clock) || (flags & ~ROTA_EPOLL_TIMERFD) != 0)
         return ROTA_EINVAL;
+    et->wheel_ = wheel;
     et->clock_ = *clock;
     if (flags & ROTA_EPOLL_TIMERFD) {
         /* The clock's own time line: CLOCK_BOOTTIME for a boottime clock,

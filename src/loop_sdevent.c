@@ -154,7 +154,7 @@ int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
     if (rs == NULL)
         return ROTA_EINVAL;
     rs->source_ = NULL;
-    rs->wheel_ = wheel;
+    rs->wheel_ = NULL; /* until checked: close after a failed init */
     rs->armed_ = ROTA_NEVER;
     rs->seen_armed_ = 0;
     rs->rearms_ = 0;
@@ -162,6 +162,7 @@ int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
     rs->budget_ = 0;
     if (event == NULL || !loop_can_bind(wheel, clock))
         return ROTA_EINVAL;
+    rs->wheel_ = wheel;
     rs->clock_ = *clock;
     /* sd-event has no coarse time sources; the coarse clock is the same
      * time line as CLOCK_MONOTONIC.  Any other clock id is passed on, and
