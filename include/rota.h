@@ -133,8 +133,8 @@
  *         does not point back still looks like a valid timer.
  *     ROTA_EOTHERWHEEL, without a report
  *         a pending timer passed with another wheel than its own, found
- *         by following its list to the list's head (within 1,024 timers;
- *         past that the call is taken at its word).
+ *         by following its list to the list's head (within 32 timers of
+ *         either end; further in, the call is taken at its word).
  *   How: a timer carries a 16-bit seal of its address, callback, state and
  *   (while idle) deadline, kept in the callback pointer's top 16 bits on a
  *   64-bit target (user-space code addresses leave them 0; a callback

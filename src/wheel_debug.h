@@ -41,8 +41,9 @@
  *   A timer records no wheel.  Which wheel a pending timer is on is found
  *   by walking its list forward to the list's head, which lies inside its
  *   wheel: a call given another wheel returns ROTA_EOTHERWHEEL.  Bounded:
- *   past DEBUG_WALK_BOUND timers the timer is given the benefit of the
- *   doubt.
+ *   a timer further than DEBUG_WHEEL_BOUND timers from both ends of its
+ *   list is given the benefit of the doubt, so that a check costs a few
+ *   dozen steps even in a list of a million.
  *
  * THE LINKS
  *   A link is checked against its neighbour's back link before the wheel
@@ -309,6 +310,10 @@ static inline void debug_list_ends(const struct rota_link *head)
 
 /* ----------------------------------------------------------- the wheel */
 
+/* How far a call's check looks for its timer's wheel (each way: the
+ * timers a call touches most are near their list's ends), and how far
+ * rota_timer_init() looks for a live list. */
+#define DEBUG_WHEEL_BOUND 32
 #define DEBUG_WALK_BOUND 1024
 #define DEBUG_WHEELS 4096
 
@@ -333,18 +338,22 @@ static inline bool debug_inside(const struct rota_wheel *w,
     return (uintptr_t)link - (uintptr_t)w < sizeof *w;
 }
 
-/* The head the list of a pending timer reaches going forward, past sealed
- * pending timers that point back, or NULL: a link that does not point
- * back, or more than DEBUG_WALK_BOUND timers. */
-static inline const struct rota_link *debug_head_of(const struct rota_timer *t)
+/* The head of a pending timer's list, found within `bound` sealed pending
+ * timers of it going forward, then going back; NULL when it is further,
+ * or a link on the way does not point back. */
+static inline const struct rota_link *debug_head_of(const struct rota_timer *t,
+                                                    unsigned bound)
 {
-    const struct rota_link *at = &t->link_;
-    for (unsigned step = 0; step < DEBUG_WALK_BOUND; step++) {
-        if (!debug_linked(at))
-            return NULL;
-        if (!debug_sealed_pending(at->next))
-            return at->next; /* no timer: a head */
-        at = at->next;
+    for (int back = 0; back < 2; back++) {
+        const struct rota_link *at = &t->link_;
+        for (unsigned step = 0; step < bound; step++) {
+            if (!debug_linked(at))
+                return NULL;
+            const struct rota_link *n = back ? at->prev : at->next;
+            if (!debug_sealed_pending(n))
+                return n; /* no timer: a head */
+            at = n;
+        }
     }
     return NULL;
 }
@@ -363,7 +372,7 @@ static inline const struct rota_link *debug_head_of(const struct rota_timer *t)
  */
 static inline bool debug_in_live_list(const struct rota_timer *t)
 {
-    const struct rota_link *head = debug_head_of(t);
+    const struct rota_link *head = debug_head_of(t, DEBUG_WALK_BOUND);
     if (head == NULL)
         return false;
     for (size_t i = 0; i < DEBUG_WHEELS; i++) {
@@ -399,7 +408,7 @@ static inline int debug_check_timer(const struct rota_wheel *w,
         rota__debug_report(misuse, who);
         return ROTA_ECORRUPT;
     }
-    const struct rota_link *head = debug_head_of(t);
+    const struct rota_link *head = debug_head_of(t, DEBUG_WHEEL_BOUND);
     if (head != NULL && !debug_inside(w, head))
         return ROTA_EOTHERWHEEL;
     return 0;
