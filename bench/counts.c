@@ -34,6 +34,8 @@
  *   periodic    a fresh structure; N periodic timers, periods uniform in
  *               [10, 1000], first deadline one period ahead (not counted);
  *               then PERIODIC_TICKS ticks one at a time; per fire: W5
+ * With a third argument "cancel+arm" only the first phase runs (the
+ * figure that needs N = 1e7, where the others take long under valgrind).
  * Between phases the statistics are zeroed; after each, dumped under the
  * phase's name (CALLGRIND_DUMP_STATS_AT), and the phase's operation count
  * printed on stdout as "phase NAME OPS".  Run without valgrind the program
@@ -64,6 +66,7 @@
 
 static uint64_t rng = 42;
 static uint64_t fired;
+static bool churn_only; /* argv[3] "cancel+arm": that phase alone */
 
 static uint32_t uniform(uint32_t lo, uint32_t hi)
 {
@@ -220,6 +223,12 @@ static void measure(const struct bench_impl *im, uint32_t n)
     CALLGRIND_ZERO_STATS;
     run_cancel_arm(im, s, id, delay, now);
     phase_done("cancel+arm", OPS, 0);
+    if (churn_only) {
+        im->destroy(s);
+        free(id);
+        free(delay);
+        return;
+    }
 
     /* touch: every deadline within the next 30000 ticks first */
     for (uint32_t i = 0; i < n; i++)
@@ -278,14 +287,19 @@ int main(int argc, char **argv)
     static const struct bench_impl *const impls[] = {
         &impl_none, &impl_rota, &impl_wheel_bare, &impl_hashed_rounds};
     const struct bench_impl *im = NULL;
-    long n = argc == 3 ? strtol(argv[2], NULL, 10) : 0;
+    long n = argc == 3 || argc == 4 ? strtol(argv[2], NULL, 10) : 0;
 
-    for (size_t i = 0; argc == 3 && i < sizeof impls / sizeof *impls; i++)
+    if (argc == 4 && strcmp(argv[3], "cancel+arm") == 0)
+        churn_only = true;
+    else if (argc == 4)
+        n = 0;
+    for (size_t i = 0; n > 0 && i < sizeof impls / sizeof *impls; i++)
         if (strcmp(argv[1], impls[i]->name) == 0)
             im = impls[i];
     if (im == NULL || n < 1 || n > 100000000) {
         fprintf(stderr, "usage: rota_counts none|rota|wheel-bare|hashed-rounds"
-                        " N\n(run by bench/counts.sh under valgrind)\n");
+                        " N [cancel+arm]\n(run by bench/counts.sh under "
+                        "valgrind)\n");
         return 2;
     }
     measure(im, (uint32_t)n);

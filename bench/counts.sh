@@ -4,7 +4,7 @@
 # under valgrind's callgrind: the figures no machine changes (`make
 # bench-counts`; docs/BENCH.md, "Counts").
 #
-#   bash bench/counts.sh [-o FILE] PATH/TO/rota_counts [N ...]
+#   bash bench/counts.sh [-o FILE] [-c] PATH/TO/rota_counts [N ...]
 #
 # Runs rota_counts (bench/counts.c) once per implementation and N (default
 # N: 10000 and 1000000) under callgrind with a cache model stated in the
@@ -17,16 +17,20 @@
 #   LL    last-level misses (reads + writes) in the model
 # then rota against wheel-bare, and the count targets with "met" or
 # "MISSED".  The same rows go to FILE (tab-separated) when -o is given.
+# -c counts cancel + arm alone (quick enough under valgrind at N = 1e7).
 # The counts are the same from run to run for the same binary.
 set -euo pipefail
 
-out=""
-if [[ ${1:-} == -o ]]; then
-    out=$2
-    shift 2
-fi
+out="" only=""
+while [[ ${1:-} == -* ]]; do
+    case $1 in
+    -o) out=$2; shift 2 ;;
+    -c) only=cancel+arm; shift ;;
+    *) break ;;
+    esac
+done
 if [[ $# -lt 1 || ! -x $1 ]]; then
-    echo "usage: bash bench/counts.sh [-o FILE] PATH/TO/rota_counts [N ...]" >&2
+    echo "usage: bash bench/counts.sh [-o FILE] [-c] PATH/TO/rota_counts [N ...]" >&2
     exit 2
 fi
 prog=$1
@@ -51,11 +55,11 @@ for n in "${sizes[@]}"; do
     done
 done
 # Each job: its phases' op counts on stdout, one callgrind dump per phase.
-export COUNTS_DIR=$dir COUNTS_PROG=$prog COUNTS_MODEL="${model[*]}"
+export COUNTS_DIR=$dir COUNTS_PROG=$prog COUNTS_MODEL="${model[*]}" COUNTS_ONLY=$only
 printf '%s\n' "${jobs[@]}" | xargs -P 2 -L 1 sh -c '
     impl=$1 n=$2 dir=$COUNTS_DIR
     valgrind --tool=callgrind --cache-sim=yes $COUNTS_MODEL --dump-instr=no \
-        --callgrind-out-file="$dir/cg.$impl.$n" "$COUNTS_PROG" "$impl" "$n" \
+        --callgrind-out-file="$dir/cg.$impl.$n" "$COUNTS_PROG" "$impl" "$n" $COUNTS_ONLY \
         >"$dir/ops.$impl.$n" 2>"$dir/log.$impl.$n" ||
         { echo "counts.sh: $impl at $n failed:" >&2; tail -n 5 "$dir/log.$impl.$n" >&2; exit 1; }
 ' sh || { echo "counts.sh: a run failed" >&2; exit 1; }
@@ -102,7 +106,8 @@ awk -v out="$out" '
         printf "D1 48 KiB 12-way, LL 32 MiB 16-way, 64-byte lines).\n\n"
         printf "%-11s %9s %-14s %8s %7s %7s %7s %7s %7s\n", \
             "op", "N", "impl", "Ir", "Dr", "Dw", "refs", "D1miss", "LLmiss"
-        for (j = 1; j <= nn; j++) for (p = 1; p <= 5; p++) for (m = 1; m <= 3; m++) {
+        nph = ("none" SUBSEP ns[1] SUBSEP "touch") in ops ? 5 : 1
+        for (j = 1; j <= nn; j++) for (p = 1; p <= nph; p++) for (m = 1; m <= 3; m++) {
             n = ns[j]; ph = phs[p]; im = ims[m]
             a = net(im, n, ph, ir); b = net(im, n, ph, dr); c = net(im, n, ph, dw)
             d = net(im, n, ph, d1); e = net(im, n, ph, ll)
@@ -114,16 +119,18 @@ awk -v out="$out" '
                     ph, n, im, a, b, c, b + c, d, e > out
         }
         printf "\nHarness subtracted per operation (\"none\"):"
-        for (p = 1; p <= 3; p++)
+        for (p = 1; p <= (nph < 3 ? nph : 3); p++)
             printf " %s %.1f Ir %.1f refs;", phs[p], \
                 ir["none", ns[1], phs[p]] / ops["none", ns[1], phs[p]], \
                 (dr["none", ns[1], phs[p]] + dw["none", ns[1], phs[p]]) / ops["none", ns[1], phs[p]]
         h = "none" SUBSEP ns[1] SUBSEP "hook"
-        printf " per fire %.1f Ir %.1f refs (the hook), plus the advance() loop\n", \
-            ir[h] / ops["none", ns[1], "hook"], (dr[h] + dw[h]) / ops["none", ns[1], "hook"]
+        if (nph == 5)
+            printf " per fire %.1f Ir %.1f refs (the hook), plus the advance() loop", \
+                ir[h] / ops["none", ns[1], "hook"], (dr[h] + dw[h]) / ops["none", ns[1], "hook"]
+        printf "\n"
 
         printf "\nrota / wheel-bare:\n"
-        for (j = 1; j <= nn; j++) for (p = 1; p <= 5; p++) {
+        for (j = 1; j <= nn; j++) for (p = 1; p <= nph; p++) {
             n = ns[j]; ph = phs[p]
             printf "  %-11s %9d  Ir %5.2f  refs %5.2f\n", ph, n, \
                 R["rota", n, ph, "ir"] / R["wheel-bare", n, ph, "ir"], \
@@ -136,7 +143,7 @@ awk -v out="$out" '
                 sprintf("cancel+arm at %d: %.1f instructions <= 45", n, R["rota", n, "cancel+arm", "ir"]))
             target(R["rota", n, "cancel+arm", "refs"] <= 16, \
                 sprintf("cancel+arm at %d: %.1f data references <= 16", n, R["rota", n, "cancel+arm", "refs"]))
-            for (p = 2; p <= 5; p++) {
+            for (p = 2; p <= nph; p++) {
                 ph = phs[p]
                 for (q = 1; q <= 2; q++) {
                     w = q == 1 ? "ir" : "refs"
