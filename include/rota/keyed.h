@@ -88,11 +88,10 @@
  *                            bytes an entry at load 3/4 to 3/8
  *     + longer keys          a block of the key's length (with glibc
  *                            malloc's 8 bytes, rounded up to 16)
- *   With 8-byte keys the process grows by 151 bytes an entry at 1e6
- *   entries (just past load 3/4 of 2^20 slots) and 120 at 1e7 (measured
- *   with glibc malloc by bench/bench_keyed.c, one size per run; after
- *   smaller sizes in the same process it reports 188 at 1e6).  A resize holds the old
- *   array and the new one at once (1.8 GB at 1e7 keys).
+ *   With 8-byte keys the process grows by 117 bytes an entry at 1e6
+ *   entries (just past load 3/4 of 2^20 slots) and 93 at 1e7 (measured
+ *   with glibc malloc by bench_keyed, one size per run).  A resize holds
+ *   the old array and the new one at once (1.4 GB at 1e7 keys).
  *
  * HASHING
  *   Keys are hashed under a 128-bit secret seed, given in the config or read
