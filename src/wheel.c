@@ -203,17 +203,6 @@ static inline void set_idle(struct rota_timer *t)
 #endif
 }
 
-/* What the inline arm compares an idle timer's prev link with when no
- * cascade is open (wheel_debug.h: a debug build routes every call to the
- * library). */
-#ifdef ROTA_DEBUG
-#define IDLE_MARK ROTA__NO_INLINE
-#define PENDING_ABOVE UINTPTR_MAX
-#else
-#define IDLE_MARK ROTA__IDLE
-#define PENDING_ABOVE ((uintptr_t)ROTA__IDLE)
-#endif
-
 /* ---------------------------------------------------------- occupancy */
 
 /* (The bitmaps' layout, and reading them: wheel_internal.h.) */

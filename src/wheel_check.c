@@ -96,15 +96,10 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     if (!list_empty(&w->cascade_) &&
         (w->cascade_end_ <= w->cur_ || w->next_step_ > w->cur_))
         FAIL("a cascade is pending but the wheel does not know it");
-#ifdef ROTA_DEBUG
-    if (w->idle_mark_ != ROTA__NO_INLINE || w->pending_above_ != UINTPTR_MAX)
-        FAIL("a debug build's wheel lets the inline arm or cancel in");
-#else
-    if (w->idle_mark_ != (w->cascade_end_ != 0 ? ROTA__NO_INLINE : ROTA__IDLE))
+    if (w->idle_mark_ != (w->cascade_end_ != 0 ? ROTA__NO_INLINE : IDLE_MARK))
         FAIL("the inline arm is on during a cascade, or off without one");
-    if (w->pending_above_ != (uintptr_t)ROTA__IDLE)
-        FAIL("the inline cancel's bound is damaged");
-#endif
+    if (w->pending_above_ != PENDING_ABOVE)
+        FAIL("the inline cancel and touch take the wrong timers");
     if (w->cascade_end_ != 0
             ? w->cascade_mid_ <= w->cur_ || w->cascade_mid_ > w->cascade_end_
             : w->cascade_mid_ != 0)

@@ -380,8 +380,8 @@ static inline bool debug_in_live_list(const struct rota_timer *t)
             atomic_load_explicit(&rota__debug_wheels[i], memory_order_relaxed);
         const struct rota_wheel *w = (const struct rota_wheel *)base;
         if (w != NULL && debug_inside(w, head))
-            return w->pending_above_ == UINTPTR_MAX &&
-                   w->idle_mark_ == ROTA__NO_INLINE;
+            return w->pending_above_ == PENDING_ABOVE &&
+                   w->idle_mark_ == IDLE_MARK;
     }
     return false;
 }

@@ -41,6 +41,17 @@ static inline bool timer_initialised(const struct rota_timer *t)
     return (uintptr_t)t->link_.prev >= (uintptr_t)ROTA__IDLE;
 }
 
+/* The wheel's idle_mark_ when no cascade is open, and its pending_above_
+ * (rota.h, struct rota_wheel): a debug build's turn rota.h's inline paths
+ * off, so that every call reaches the library's checks. */
+#ifdef ROTA_DEBUG
+#define IDLE_MARK ROTA__NO_INLINE
+#define PENDING_ABOVE UINTPTR_MAX
+#else
+#define IDLE_MARK ROTA__IDLE
+#define PENDING_ABOVE ((uintptr_t)ROTA__IDLE)
+#endif
+
 /* Mark a timer idle: the one place that says what idle is (the inline
  * cancel writes only the prev link, so a release build's idle timer may
  * keep a stale next link; a debug build's never does, and checks it). */
