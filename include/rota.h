@@ -227,8 +227,9 @@ enum rota_error {
 #undef ROTA_ENUM_ENTRY
 };
 
-/* A static message for any value; "success" for 0, a generic text for codes
- * that are not rota's. */
+/* A static message for any value: "success" for 0; for a positive value
+ * (the count or flag some calls return on success) a text that says it is
+ * no error; for a negative code that is not rota's, a generic text. */
 ROTA_API const char *rota_strerror(int error);
 
 /* "MAJOR.MINOR.PATCH" of the library actually linked. */

@@ -18,7 +18,11 @@ const char *rota_strerror(int error)
         ROTA_ERRORS(ROTA_MESSAGE_CASE)
 #undef ROTA_MESSAGE_CASE
     default:
-        return "unknown error";
+        /* Many calls return a count or a flag on success: say so, rather
+         * than call it an unknown error. */
+        return error > 0 ? "not an error: a non-negative result (a count or "
+                           "a flag of a successful call)"
+                         : "unknown error (not a rota error code)";
     }
 }
 
