@@ -13,9 +13,9 @@
 #   rota.h  include/rota.h with include/rota/version.h in place of its
 #           #include, then include/rota/clock.h: the core wheel and the clock
 #           helper, the whole API of both.
-#   rota.c  src/wheel.c, src/wheel_check.c, src/error.c, src/version.c and
-#           src/clock.c, after #include "rota.h".  An internal header one of
-#           them (or another internal header) includes, src/<name>.h, is
+#   rota.c  src/core/wheel.c, wheel_check.c, error.c, version.c and
+#           src/clock/clock.c, after #include "rota.h".  An internal header one of
+#           them (or another internal header) includes, src/core/<name>.h, is
 #           inlined once, where it is first included; a feature-test
 #           macro (#define _GNU_SOURCE ...) moves to the top of the file,
 #           above every system header.  Any other #include "..."
@@ -34,8 +34,8 @@ endif()
 set(src ${ROTA_SOURCE_DIR})
 
 # The sources, in order.  Headers: rota.h (with version.h) then clock.h.
-set(ROTA_SF_SOURCES src/wheel.c src/wheel_check.c src/error.c src/version.c
-  src/clock.c)
+set(ROTA_SF_SOURCES src/core/wheel.c src/core/wheel_check.c src/core/error.c
+  src/core/version.c src/clock/clock.c)
 
 file(READ ${src}/LICENSE _license)
 file(READ ${src}/include/rota/version.h _version_h)
@@ -119,16 +119,16 @@ foreach(_file IN LISTS ROTA_SF_SOURCES)
   while(_c MATCHES "\n#include \"([^\"]+)\"[^\n]*\n")
     set(_inc "${CMAKE_MATCH_1}")
     set(_line "${CMAKE_MATCH_0}")
-    if(NOT EXISTS ${src}/src/${_inc})
-      message(FATAL_ERROR "single-file.cmake: ${_file} includes \"${_inc}\", which is not an internal header in src/; the single rota.c cannot hold it: update this script")
+    if(NOT EXISTS ${src}/src/core/${_inc})
+      message(FATAL_ERROR "single-file.cmake: ${_file} includes \"${_inc}\", which is not an internal header in src/core/; the single rota.c cannot hold it: update this script")
     endif()
     if(_inc IN_LIST _inlined)
       string(REPLACE "${_line}" "\n" _c "${_c}")
     else()
       list(APPEND _inlined "${_inc}")
-      file(READ ${src}/src/${_inc} _ih)
+      file(READ ${src}/src/core/${_inc} _ih)
       strip_line(_ih "/* SPDX-License-Identifier: MIT */")
-      string(REPLACE "${_line}" "\n/* ---- src/${_inc} ---- */\n${_ih}\n" _c "${_c}")
+      string(REPLACE "${_line}" "\n/* ---- src/core/${_inc} ---- */\n${_ih}\n" _c "${_c}")
     endif()
   endwhile()
   string(APPEND _body "\n/* ======================================================== ${_file} */\n${_c}")

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/keyed_hash.h"
+#include "../src/keyed/keyed_hash.h"
 #include "harness.h"
 #include "model/keyed_model.h"
 
@@ -691,7 +691,7 @@ static void test_allocator_hook_and_destroy(void)
     CHECK(!c.size_mismatch);
 }
 
-/* The layout of src/keyed.c's table slot (a hash, the key's length, the key
+/* The layout of src/keyed/keyed.c's table slot (a hash, the key's length, the key
  * or a pointer to it, the value, the timer), for its size on this target:
  * 72 bytes on x86-64, the figure rota/keyed.h states, 56 on i386. */
 struct slot_layout {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_service_staging.c - rota/service.h's internals, white box: the only
- * test that includes src/service_internal.h.  Staging (band lists and the
- * far vector, src/service_stage.c): where a timer waits before it enters
+ * test that includes src/service/service_internal.h.  Staging (band lists and the
+ * far vector, src/service/service_stage.c): where a timer waits before it enters
  * its shard's wheel, and that cancel, touch, stop, equal deadlines, memory
  * failure, sleeping, the top of time, the pending cap and a clock going
  * back all hold while it does; and rota_service_check() catching a planted
@@ -11,7 +11,7 @@
  */
 #include "test_service_fixture.h"
 
-#include "../src/service_internal.h"
+#include "../src/service/service_internal.h"
 
 /* The checker must be able to fail: plant a fault (a pending timer whose
  * record says it has ended) and see it reported. */

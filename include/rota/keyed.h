@@ -79,7 +79,7 @@
  *   or expiry empties 64 slots of the new table, then moves eight entries
  *   into it, so no single call pays for rehashing a million keys (the
  *   worst seen inserting 1e7 keys: about 40 ms, the allocator freeing the
- *   old table; see src/keyed.c).
+ *   old table; see src/keyed/keyed.c).
  *
  *   Measured on x86-64 (tests/test_keyed.c checks the slot size; see
  *   examples/ttl-cache/README.md for the RSS figure):
