@@ -78,6 +78,13 @@ endif()
 # version.h's own SPDX line would repeat the preamble's.
 strip_line(_version_h "/* SPDX-License-Identifier: MIT */")
 string(REPLACE "\n#include \"rota/version.h\"\n" "\n${_version_h}" _rota_h "${_rota_h}")
+# rota.h's private part, included at its end, goes in its place.
+file(READ ${src}/include/rota/wheel-inl.h _inl_h)
+if(NOT _rota_h MATCHES "\n#include \"rota/wheel-inl.h\"\n")
+  message(FATAL_ERROR "single-file.cmake: include/rota.h no longer includes \"rota/wheel-inl.h\"; update this script")
+endif()
+strip_line(_inl_h "/* SPDX-License-Identifier: MIT */")
+string(REPLACE "\n#include \"rota/wheel-inl.h\"\n" "\n${_inl_h}" _rota_h "${_rota_h}")
 strip_line(_rota_h "/* SPDX-License-Identifier: MIT */")
 strip_line(_clock_h "/* SPDX-License-Identifier: MIT */")
 strip_line(_clock_h "#include \"../rota.h\"")

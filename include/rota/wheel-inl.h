@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rota/wheel-inl.h - the private part of rota.h: the wheel's fields and the
+ * inline paths of arm, cancel, touch and advance.  rota.h includes it at
+ * its end; include rota.h, never this file.  Nothing here is API: names
+ * with a trailing underscore or a rota__ prefix change without notice.
+ */
+#ifndef ROTA_WHEEL_INL_H
+#define ROTA_WHEEL_INL_H
+
+#ifndef ROTA_H
+#error "include rota.h, not rota/wheel-inl.h"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The wheel.  Embed or allocate it yourself; all fields are private. */
+struct rota_wheel {
+    /* private.  The first 64 bytes hold what the inline arm, cancel and
+     * touch read. */
+    uint64_t now_;       /* latest time the caller gave */
+    uint64_t cur_;       /* time the lists are filed against (<= now_) */
+    uint64_t next_step_; /* lower bound of the next slot that comes due */
+    uint64_t earliest_;  /* exact earliest deadline, 0 when not known */
+    /* The inline arm files a timer whose link_.prev equals idle_mark_:
+     * ROTA__IDLE, or ROTA__NO_INLINE while a slot is half cascaded and
+     * always in a debug build.  The inline cancel and touch take a timer
+     * whose link_.prev is above pending_above_ for pending: ROTA__IDLE's
+     * value, or UINTPTR_MAX in a debug build. */
+    struct rota_link *idle_mark_;
+    uintptr_t pending_above_;
+    uint32_t occupied_words_; /* bit i: occupied_[i] != 0 */
+    uint8_t in_pass_;
+    uint8_t reserved_[3];
+    uint64_t cascade_end_; /* end of the slot in cascade_, 0 when none */
+    uint64_t rearmed_;     /* arms of pending timers: see pending_count() */
+    uint64_t refired_;     /* fires after which a periodic timer stayed */
+    uint64_t cascade_mid_; /* deadlines in [mid, end) of the cascaded slot go
+                              to the level below, behind its marks_ */
+    struct rota_stats stats_;
+    struct rota_link due_;      /* timers due at cur_, in firing order */
+    struct rota_link deferred_; /* armed during a pass, due at once */
+    struct rota_link cascade_;  /* a slot being filed again, front first */
+    /* Slot number level * ROTA_WHEEL_SLOTS + index: its list and its bit. */
+    uint64_t occupied_[ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS / 64];
+    uint64_t marked_[ROTA_WHEEL_SLOTS / 64]; /* which marks_ are in a list */
+    struct rota_link slot_[ROTA_WHEEL_LEVELS * ROTA_WHEEL_SLOTS];
+    /* While a slot is cascaded: in the slot of index i of the level below,
+     * marks_[i] separates the timers filed from the cascade's front (before
+     * it) from those filed from its back (after it). */
+    struct rota_link marks_[ROTA_WHEEL_SLOTS];
+    /* rota_wheel_set_time_source(): read by rota_wheel_now() and
+     * rota_timer_arm_in() only; NULL when none is set. */
+    uint64_t (*time_fn_)(void *arg);
+    void *time_arg_;
+};
+
+/* link_.prev of an idle timer: not the address of any link (odd, and in
+ * the first page, which no C object occupies).  Private. */
+#define ROTA__IDLE ((struct rota_link *)(uintptr_t)5u)
+/* The wheel's idle_mark_ when no timer may take the inline arm: another
+ * such value, which no timer's link_.prev holds.  Private. */
+#define ROTA__NO_INLINE ((struct rota_link *)(uintptr_t)3u)
+
+/* Private, for the inline functions: a list the caller just emptied by
+ * unlinking its last timer; clears the slot's occupancy bit if `head` is a
+ * slot's list. */
+ROTA_API void rota__list_emptied(struct rota_wheel *wheel,
+                                 struct rota_link *head);
+
+#if defined(__GNUC__)
+/* Private: the number (level * ROTA_WHEEL_SLOTS + digit) of the slot a
+ * deadline later than `cur` is filed in, and in *shift its level's first
+ * bit: the slot starts at deadline >> *shift << *shift.  The level is that
+ * of the highest bit in which the two differ (63 ^ clz is that bit).  The
+ * one spelling of the slot geometry, for the inline arm and the library's
+ * own filing; written from the level's first bit, in size_t, because the
+ * level-first unsigned form makes compilers divide and multiply back. */
+static inline size_t rota__slot_for(uint64_t deadline, uint64_t cur,
+                                    size_t *shift)
+{
+    unsigned top = 63u ^ (unsigned)__builtin_clzll(deadline ^ cur);
+    *shift = top - top % ROTA_WHEEL_BITS;
+    return *shift * (ROTA_WHEEL_SLOTS / ROTA_WHEEL_BITS) +
+           ((size_t)(deadline >> *shift) & (ROTA_WHEEL_SLOTS - 1));
+}
+#endif
+
+/* Private: slot `slot`'s list head, &wheel->slot_[slot], from a byte offset
+ * (one instruction fewer than indexing the array). */
+static inline struct rota_link *rota__slot_head(struct rota_wheel *wheel,
+                                                size_t slot)
+{
+    return (struct rota_link *)(void *)((char *)wheel->slot_ +
+                                        slot * sizeof(struct rota_link));
+}
+
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) &&                            \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ROTA__INLINE_PATHS 1
+/* Private: a timer's two links in one 16-byte store. */
+static inline void rota__write_links(struct rota_timer *timer,
+                                     struct rota_link *next,
+                                     struct rota_link *prev)
+{
+    typedef uintptr_t rota__two_links
+        __attribute__((vector_size(2 * sizeof(uintptr_t))));
+    rota__two_links links = {(uintptr_t)next, (uintptr_t)prev};
+    __builtin_memcpy(&timer->link_, &links, sizeof links);
+}
+
+/* Private: rota__arm_fast() when the slot's list is empty (its occupancy
+ * bits and the bound on the next slot start change too).  Out of line, and
+ * called last, so that the common case saves no registers. */
+ROTA_API int rota__arm_empty_slot(struct rota_wheel *wheel,
+                                  struct rota_timer *timer, uint64_t deadline,
+                                  unsigned slot);
+
+/* Private: file an idle timer at a deadline later than the wheel's `now`
+ * and not inside a slot being cascaded (the library files the other
+ * cases), so that rota_timer_arm_at() needs no call.  A busy slot's
+ * occupancy bits and the next-step bound are already right. */
+static inline int rota__arm_fast(struct rota_wheel *wheel,
+                                 struct rota_timer *timer, uint64_t deadline)
+{
+    size_t shift, slot = rota__slot_for(deadline, wheel->cur_, &shift);
+    struct rota_link *head = rota__slot_head(wheel, slot), *tail = head->prev;
+
+    if (tail == head)
+        return rota__arm_empty_slot(wheel, timer, deadline, (unsigned)slot);
+    rota__write_links(timer, head, tail);
+    timer->deadline_ = deadline;
+    tail->next = &timer->link_;
+    head->prev = &timer->link_;
+    wheel->stats_.armed++;
+    if (deadline < wheel->earliest_) /* never true while unknown (0) */
+        wheel->earliest_ = deadline;
+    return 0;
+}
+#endif
+
+static inline int rota_timer_arm_at(struct rota_wheel *wheel,
+                                    struct rota_timer *timer, uint64_t deadline)
+{
+#ifdef ROTA__INLINE_PATHS
+    /* An idle timer, no slot half cascaded by a limited advance, and a
+     * deadline after now (so not due, nothing to clamp). */
+    if (wheel != NULL && timer != NULL &&
+        timer->link_.prev == wheel->idle_mark_ && deadline > wheel->now_ &&
+        deadline <= ROTA_MAX_DEADLINE)
+        return rota__arm_fast(wheel, timer, deadline);
+#endif
+    return rota_timer_arm_at_noinline(wheel, timer, deadline);
+}
+
+/* Declared again for rota_timer_arm_in(), which asks it when the wheel has
+ * a time source (see below). */
+ROTA_API uint64_t rota_wheel_now(const struct rota_wheel *wheel);
+
+static inline int rota_timer_arm_in(struct rota_wheel *wheel,
+                                    struct rota_timer *timer, uint64_t delay)
+{
+    if (wheel == NULL)
+        return ROTA_EINVAL;
+    uint64_t now =
+        wheel->time_fn_ == NULL ? wheel->now_ : rota_wheel_now(wheel);
+    uint64_t deadline =
+        delay > ROTA_MAX_DEADLINE - now ? ROTA_MAX_DEADLINE : now + delay;
+    return rota_timer_arm_at(wheel, timer, deadline);
+}
+
+static inline int rota_timer_cancel(struct rota_wheel *wheel,
+                                    struct rota_timer *timer)
+{
+#ifdef ROTA__INLINE_PATHS
+    /* A pending timer: its prev link is a pointer, not ROTA__IDLE and not
+     * the NULL of memory never initialised (both at most pending_above_).
+     * That it is pending on this wheel is the caller's word here; a debug
+     * build checks it (every call goes to the library there). */
+    if (wheel != NULL && timer != NULL &&
+        (uintptr_t)timer->link_.prev > wheel->pending_above_) {
+        struct rota_link *prev = timer->link_.prev, *next = timer->link_.next;
+        prev->next = next;
+        next->prev = prev;
+        timer->link_.prev = ROTA__IDLE;
+        wheel->stats_.cancelled++;
+        if (timer->deadline_ == wheel->earliest_)
+            wheel->earliest_ = 0; /* the cached earliest may be gone */
+        if (prev == next) /* both are the list's head: it is empty now */
+            rota__list_emptied(wheel, prev);
+        return 1;
+    }
+#endif
+    return rota_timer_cancel_noinline(wheel, timer);
+}
+
+static inline int rota_timer_touch_at(struct rota_wheel *wheel,
+                                      struct rota_timer *timer,
+                                      uint64_t deadline)
+{
+    /* The common cases only: a pending timer moved to a later deadline that
+     * needs no clamping (a store: the timer stays where it is filed, and
+     * the wheel checks it when its slot comes due), or to the deadline it
+     * has (nothing).  This mirrors rota_timer_touch_at_noinline(). */
+    if (wheel != NULL && timer != NULL &&
+        (uintptr_t)timer->link_.prev > wheel->pending_above_ &&
+        deadline >= wheel->now_ && deadline <= ROTA_MAX_DEADLINE) {
+        uint64_t old = timer->deadline_;
+        if (deadline > old) {
+            timer->deadline_ = deadline;
+            wheel->stats_.touched++;
+            if (old == wheel->earliest_) /* the cached earliest may go */
+                wheel->earliest_ = 0;
+            return 0;
+        }
+        if (deadline == old)
+            return 0;
+    }
+    return rota_timer_touch_at_noinline(wheel, timer, deadline);
+}
+
+static inline int rota_timer_touch_range_at(struct rota_wheel *wheel,
+                                            struct rota_timer *timer,
+                                            uint64_t earliest, uint64_t latest)
+{
+    /* The common cases only: pending and a window that needs no clamping;
+     * the deadline already inside it (nothing to do, not even a store) or
+     * before it (a touch to the window's pick: a store, as
+     * rota_timer_touch_at() does).  Everything else goes to
+     * rota_timer_touch_range_at_noinline(), which has the same contract. */
+    if (wheel != NULL && timer != NULL &&
+        (uintptr_t)timer->link_.prev > wheel->pending_above_ &&
+        earliest >= wheel->now_ && earliest <= latest &&
+        latest <= ROTA_MAX_DEADLINE) {
+        uint64_t old = timer->deadline_;
+        if (old >= earliest && old <= latest)
+            return 0;
+#ifdef ROTA__INLINE_PATHS
+        if (old < earliest && earliest > 0) { /* the window's coarsest time */
+            unsigned bit =
+                63u - (unsigned)__builtin_clzll((earliest - 1) ^ latest);
+            timer->deadline_ = latest & ~(((uint64_t)1 << bit) - 1);
+            wheel->stats_.touched++;
+            if (old == wheel->earliest_) /* the cached earliest may be gone */
+                wheel->earliest_ = 0;
+            return 0;
+        }
+#endif
+    }
+    return rota_timer_touch_range_at_noinline(wheel, timer, earliest, latest);
+}
+
+static inline void rota_timer_touch_at_unchecked(struct rota_wheel *wheel,
+                                                 struct rota_timer *timer,
+                                                 uint64_t deadline)
+{
+    assert(wheel != NULL && timer != NULL && timer->link_.prev != NULL &&
+           timer->link_.prev != ROTA__IDLE && deadline >= timer->deadline_ &&
+           deadline <= ROTA_MAX_DEADLINE);
+    (void)wheel;
+    timer->deadline_ = deadline;
+}
+
+/* Private: the idle path of every advance, inline here and in the
+ * library.  Nothing can be due before next_step_: it is at most the first
+ * occupied slot's start, a due timer's deadline and the cached earliest
+ * deadline (and <= ROTA_NEVER, so a `now` below it is a valid time).  Sets
+ * the wheel's time and returns true when nothing can be due. */
+static inline bool rota__advance_idle(struct rota_wheel *wheel, uint64_t now)
+{
+    if (now < wheel->now_ || now >= wheel->next_step_)
+        return false;
+    wheel->now_ = now;
+    wheel->cur_ = now;
+    return true;
+}
+
+static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
+{
+    if (wheel != NULL && !wheel->in_pass_ && rota__advance_idle(wheel, now))
+        return 0;
+    return rota_wheel_advance_noinline(wheel, now);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ROTA_WHEEL_INL_H */
