@@ -285,7 +285,8 @@ static void measure(const struct bench_impl *im, uint32_t n)
 int main(int argc, char **argv)
 {
     static const struct bench_impl *const impls[] = {
-        &impl_none, &impl_rota, &impl_wheel_bare, &impl_hashed_rounds};
+        &impl_none, &impl_rota, &impl_rota_arm, &impl_wheel_bare,
+        &impl_hashed_rounds};
     const struct bench_impl *im = NULL;
     long n = argc == 3 || argc == 4 ? strtol(argv[2], NULL, 10) : 0;
 
@@ -297,7 +298,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], impls[i]->name) == 0)
             im = impls[i];
     if (im == NULL || n < 1 || n > 100000000) {
-        fprintf(stderr, "usage: rota_counts none|rota|wheel-bare|hashed-rounds"
+        fprintf(stderr, "usage: rota_counts none|rota|rota-arm|wheel-bare|hashed-rounds"
                         " N [cancel+arm]\n(run by bench/counts.sh under "
                         "valgrind)\n");
         return 2;

@@ -358,9 +358,10 @@ ROTA_API void rota_timer_init(struct rota_timer *timer, rota_timer_fn *fn);
  * timer keeps its period, continuing from the new deadline).  O(1).  0 or
  * ROTA_EINVAL, ROTA_EUNINIT, ROTA_EOTHERWHEEL.
  *
- * Defined inline (rota/wheel-inl.h): arming an idle timer at a future deadline, the
- * common case, is filed in the caller without a call; every other case goes
- * to rota_timer_arm_at_noinline(), which has the same contract and is the
+ * Defined inline (rota/wheel-inl.h): a future deadline for an idle timer,
+ * or for a pending one that shares its slot with others (the common
+ * cases), is filed in the caller without a call; every other case goes to
+ * rota_timer_arm_at_noinline(), which has the same contract and is the
  * symbol for bindings that cannot use inline functions.  To move a pending
  * timer later (an activity timeout), rota_timer_touch_at() is much cheaper. */
 static inline int rota_timer_arm_at(struct rota_wheel *wheel,
@@ -413,10 +414,11 @@ ROTA_API int rota_periodic_arm_at(struct rota_wheel *wheel,
  * this wheel (it fired, was cancelled, or never armed), ROTA_EINVAL,
  * ROTA_EUNINIT, ROTA_EOTHERWHEEL.
  *
- * Defined inline (rota/wheel-inl.h) so that the later-deadline
- * case costs a dozen instructions in the caller, with no call; every other
- * case goes to rota_timer_touch_at_noinline(), which has the same contract and
- * is the symbol for bindings that cannot use inline functions.
+ * Defined inline (rota/wheel-inl.h) so that the later-deadline case costs a
+ * dozen instructions in the caller, with no call, and an earlier one after
+ * now is moved there as rota_timer_arm_at() moves it; every other case goes
+ * to rota_timer_touch_at_noinline(), which has the same contract and is the
+ * symbol for bindings that cannot use inline functions.
  */
 static inline int rota_timer_touch_at(struct rota_wheel *wheel,
                                       struct rota_timer *timer,

@@ -139,18 +139,43 @@ static inline int rota__arm_fast(struct rota_wheel *wheel,
         wheel->earliest_ = deadline;
     return 0;
 }
+
+/* Private: move a pending timer to a deadline later than now, in the
+ * common case: it is not alone in its list and no slot is half cascaded.
+ * It leaves its list as rota_timer_cancel() takes it (the list stays busy,
+ * so no occupancy bit changes and nothing is called before the filing) and
+ * is filed as an idle one; counted as an arm of a pending timer (rearmed_),
+ * as the library counts it.  Otherwise the library's call moves it. */
+static inline int rota__move_pending(struct rota_wheel *wheel,
+                                     struct rota_timer *timer,
+                                     uint64_t deadline)
+{
+    struct rota_link *prev = timer->link_.prev, *next = timer->link_.next;
+    if (wheel->idle_mark_ != ROTA__IDLE || prev == next)
+        return rota_timer_arm_at_noinline(wheel, timer, deadline);
+    prev->next = next;
+    next->prev = prev;
+    wheel->rearmed_++;
+    if (timer->deadline_ == wheel->earliest_)
+        wheel->earliest_ = 0; /* the cached earliest may be gone */
+    return rota__arm_fast(wheel, timer, deadline);
+}
 #endif
 
 static inline int rota_timer_arm_at(struct rota_wheel *wheel,
                                     struct rota_timer *timer, uint64_t deadline)
 {
 #ifdef ROTA__INLINE_PATHS
-    /* An idle timer, no slot half cascaded by a limited advance, and a
-     * deadline after now (so not due, nothing to clamp). */
-    if (wheel != NULL && timer != NULL &&
-        timer->link_.prev == wheel->idle_mark_ && deadline > wheel->now_ &&
-        deadline <= ROTA_MAX_DEADLINE)
-        return rota__arm_fast(wheel, timer, deadline);
+    /* A deadline after now (so not due, nothing to clamp): an idle timer
+     * is filed unless a slot is half cascaded (idle_mark_ says so), a
+     * pending one moved (the pending test as in rota_timer_cancel()). */
+    if (wheel != NULL && timer != NULL && deadline > wheel->now_ &&
+        deadline <= ROTA_MAX_DEADLINE) {
+        if (timer->link_.prev == wheel->idle_mark_)
+            return rota__arm_fast(wheel, timer, deadline);
+        if ((uintptr_t)timer->link_.prev > wheel->pending_above_)
+            return rota__move_pending(wheel, timer, deadline);
+    }
 #endif
     return rota_timer_arm_at_noinline(wheel, timer, deadline);
 }
@@ -202,8 +227,10 @@ static inline int rota_timer_touch_at(struct rota_wheel *wheel,
 {
     /* The common cases only: a pending timer moved to a later deadline that
      * needs no clamping (a store: the timer stays where it is filed, and
-     * the wheel checks it when its slot comes due), or to the deadline it
-     * has (nothing).  This mirrors rota_timer_touch_at_noinline(). */
+     * the wheel checks it when its slot comes due), to the deadline it has
+     * (nothing), or to an earlier one after now (moved at once, as the
+     * library's touch re-arms it).  This mirrors
+     * rota_timer_touch_at_noinline(). */
     if (wheel != NULL && timer != NULL &&
         (uintptr_t)timer->link_.prev > wheel->pending_above_ &&
         deadline >= wheel->now_ && deadline <= ROTA_MAX_DEADLINE) {
@@ -217,6 +244,10 @@ static inline int rota_timer_touch_at(struct rota_wheel *wheel,
         }
         if (deadline == old)
             return 0;
+#ifdef ROTA__INLINE_PATHS
+        if (deadline > wheel->now_) /* earlier: moved, as an arm moves it */
+            return rota__move_pending(wheel, timer, deadline);
+#endif
     }
     return rota_timer_touch_at_noinline(wheel, timer, deadline);
 }
