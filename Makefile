@@ -104,7 +104,9 @@ bench-counts:
 		build-release/bench/rota_counts $(COUNTS_N)
 
 # The page is generated from whichever of the three JSON files the last
-# `make bench` wrote (it says which, and whether the run was --quick).
+# `make bench` wrote (it says which, and whether the run was --quick);
+# BENCH_NOTE="..." adds a sentence about the run the files do not record
+# (read from the environment by the script, never expanded by the shell).
 BENCH_JSON = $(wildcard build/bench/results.json build/bench/results-w6.json \
                         build/bench/results-service.json)
 bench-results:
