@@ -15,6 +15,8 @@
 #                       and data references per operation for rota,
 #                       wheel-bare and hashed-rounds under valgrind
 #                       (bench/counts.sh; N=$(COUNTS_N))
+#   make bench-results  docs/bench-results.md from the JSON of the last
+#                       make bench (bench/results-md.py)
 #   make bench-server   Release build in build-server/, runs the idle
 #                       server's figures (examples/idle-server/README.md)
 #   make bench-cache    Release build in build-cache/, redis-benchmark
@@ -58,7 +60,7 @@ FORMAT_DIRS := $(wildcard include src tests bench examples fuzz)
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null) \
                $(wildcard *.c *.h)
 
-.PHONY: all build debug test bench bench-counts bench-server bench-cache install format \
+.PHONY: all build debug test bench bench-counts bench-results bench-server bench-cache install format \
 	format-check license-check refs-check abi-update single-file clean
 
 all: build
@@ -100,6 +102,16 @@ bench-counts:
 	$(CMAKE) --build build-release -j $(JOBS) --target rota_counts
 	bash bench/counts.sh -o build-release/counts.tsv \
 		build-release/bench/rota_counts $(COUNTS_N)
+
+# The page is generated from whichever of the three JSON files the last
+# `make bench` wrote (it says which, and whether the run was --quick);
+# BENCH_NOTE="..." adds a sentence about the run the files do not record
+# (read from the environment by the script, never expanded by the shell).
+BENCH_JSON = $(wildcard build/bench/results.json build/bench/results-w6.json \
+                        build/bench/results-service.json)
+bench-results:
+	@test -n "$(BENCH_JSON)" || { echo "make bench-results: no build/bench/results*.json: run make bench first"; exit 1; }
+	python3 bench/results-md.py --out docs/bench-results.md $(BENCH_JSON)
 
 # The bench-server target (examples/idle-server/CMakeLists.txt) builds the
 # server and the load generator and runs bench_server.sh.

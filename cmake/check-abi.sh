@@ -14,7 +14,7 @@
 # has changed its ABI: either the change is a mistake (a helper that lost
 # its `static`, a function that lost ROTA_API), or it is deliberate, and
 # then the list is regenerated in the same commit, where a reviewer sees it
-# (README.md, "ABI", says what a change means for the version).  To
+# (CONTRIBUTING.md, "ABI", says what a change means for the version).  To
 # regenerate every list after a deliberate change:
 #
 #   cmake --build build --target abi-update      (or: make abi-update)
@@ -71,7 +71,7 @@ case $mode in
 --update)
     {
         echo "# SPDX-License-Identifier: MIT"
-        echo "# Symbols $name exports: its ABI's names (see README.md, \"ABI\")."
+        echo "# Symbols $name exports: its ABI's names (see CONTRIBUTING.md, \"ABI\")."
         echo "# Checked by the CTest test abi_$name; regenerate with"
         echo "# \`make abi-update\` after a deliberate change."
         cat "$tmp/actual"

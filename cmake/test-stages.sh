@@ -5,10 +5,10 @@
 #
 #   default   build/       RelWithDebInfo, every test (ctest -j2)
 #   asan      build-asan/  Debug, ASan+UBSan (clang if it can, else gcc),
-#                          every test not labelled "slow"
+#                          every test
 #   valgrind  build/       the same binaries as "default" under valgrind
-#                          memcheck: tests labelled "valgrind", not "slow",
-#                          with ROTA_TEST_SCALE=small in the environment
+#                          memcheck: tests labelled "valgrind", with
+#                          ROTA_TEST_SCALE=small in the environment
 #   fuzz      build-fuzz/  clang, ROTA_BUILD_FUZZ=ON + ASan+UBSan, tests
 #                          labelled "fuzz" (only when fuzz/CMakeLists.txt
 #                          exists and clang can link libFuzzer)
@@ -22,9 +22,13 @@
 #   clang     build-clang/ clang, RelWithDebInfo, every test
 #   debug     build-debug/ ROTA_DEBUG=ON (the misuse checks of rota.h's
 #                          DEBUG BUILDS in the whole library), Debug, every
-#                          test not labelled "slow": correct use is never
-#                          reported (the checks' own tests also run in
-#                          every other stage, on a test-only debug core)
+#                          test: correct use is never reported (the
+#                          checks' own tests also run in every other
+#                          stage, on a test-only debug core)
+#
+# No stage leaves tests out by a "slow" label: every test fits its stage's
+# time (tests shrink themselves under ROTA_TEST_SCALE=small where valgrind
+# needs it), so each sanitizer sees the whole suite.
 #
 # Why i386 and clang: 32-bit pointers and size_t change every structure's
 # layout and every size_t/uint64_t conversion, and a second compiler reads
@@ -169,7 +173,7 @@ if want asan; then
         # halt_on_error + abort so a report is a failed test, with a stack.
         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1} \
         UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-            run_ctest asan build-asan "$start" -j "$CTEST_JOBS" -LE slow
+            run_ctest asan build-asan "$start" -j "$CTEST_JOBS"
     else
         record asan 0 1 0 $(($(now) - start)) "configure/build failed"
     fi
@@ -194,7 +198,7 @@ if want valgrind; then
         # Tests read ROTA_TEST_SCALE=small to shrink their loops: valgrind
         # runs code 20-50x slower.
         ROTA_TEST_SCALE=small \
-            run_ctest valgrind build "$start" -j "$CTEST_JOBS" -T memcheck -L valgrind -LE slow
+            run_ctest valgrind build "$start" -j "$CTEST_JOBS" -T memcheck -L valgrind
         # --output-on-failure shows the test's own output; valgrind's report
         # went to CTest's log file, so show that for each failed test.
         sed -nE 's/^[[:space:]]+([0-9]+) - .* \(Failed\)$/\1/p' build/ctest-valgrind.log |
@@ -313,7 +317,7 @@ if want debug; then
     start=$(now)
     if configure_and_build build-debug -DCMAKE_BUILD_TYPE=Debug \
         -DROTA_DEBUG=ON -DROTA_BUILD_BENCH=OFF; then
-        run_ctest debug build-debug "$start" -j "$CTEST_JOBS" -LE slow
+        run_ctest debug build-debug "$start" -j "$CTEST_JOBS"
     else
         record debug 0 1 0 $(($(now) - start)) "configure/build failed"
     fi

@@ -82,7 +82,7 @@ static int v[16]; /* distinct value pointers: &v[i] */
 
 /* ---------------------------------------------------------- operations */
 
-static void test_create_destroy(void)
+TEST(create_and_destroy_check_their_arguments)
 {
     struct rota_keyed *map = NULL;
     struct rota_allocator half = {NULL, NULL, NULL};
@@ -106,7 +106,7 @@ static void test_create_destroy(void)
     rota_keyed_destroy(map);
 }
 
-static void test_invalid_arguments(void)
+TEST(invalid_arguments_return_einval)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 100);
@@ -134,7 +134,7 @@ static void test_invalid_arguments(void)
     rota_keyed_destroy(map);
 }
 
-static void test_set_get_replace(void)
+TEST(set_get_and_replace)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 1000);
@@ -180,7 +180,7 @@ static void test_set_get_replace(void)
     rota_keyed_destroy(map);
 }
 
-static void test_move(void)
+TEST(move_changes_only_an_existing_deadline)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
@@ -212,7 +212,7 @@ static void test_move(void)
     rota_keyed_destroy(map);
 }
 
-static void test_remove(void)
+TEST(removed_keys_never_fire)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
@@ -234,7 +234,7 @@ static void test_remove(void)
     rota_keyed_destroy(map);
 }
 
-static void test_keys_are_bytes(void)
+TEST(keys_are_bytes)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
@@ -269,7 +269,7 @@ static void test_keys_are_bytes(void)
     rota_keyed_destroy(map);
 }
 
-static void test_persistent_entries(void)
+TEST(persistent_entries_never_fire)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
@@ -311,7 +311,7 @@ static void test_persistent_entries(void)
     rota_keyed_destroy(map);
 }
 
-static void test_huge_ttl_saturates(void)
+TEST(huge_ttl_saturates)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 1000);
@@ -328,7 +328,7 @@ static void test_huge_ttl_saturates(void)
 /* ------------------------------------------------------- named cases */
 
 /* The entry is gone from the map when its callback runs. */
-static void test_removed_before_callback(void)
+TEST(removed_before_callback)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
@@ -351,7 +351,7 @@ static void set_again_ttl0(struct rota_keyed *map, const void *key, size_t len,
 
 /* A callback that re-sets its own key with ttl 0 cannot loop: each set
  * expires in the next advance. */
-static void test_callback_sets_same_key(void)
+TEST(callback_sets_same_key)
 {
     struct log log = {.action = set_again_ttl0};
     struct rota_keyed *map = make(&log, 0);
@@ -382,7 +382,7 @@ static void remove_victim(struct rota_keyed *map, const void *key, size_t len,
 }
 
 /* A callback may remove an entry due in the same advance: it never fires. */
-static void test_callback_removes_due_entry(void)
+TEST(callback_removes_due_entry)
 {
     struct log log = {.action = remove_victim};
     struct rota_keyed *map = make(&log, 0);
@@ -401,7 +401,7 @@ static void test_callback_removes_due_entry(void)
 }
 
 /* TTL 0 makes the entry due; it expires at the next advance, not in set. */
-static void test_ttl_zero(void)
+TEST(ttl_zero_fires_at_the_next_advance)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 500);
@@ -425,7 +425,7 @@ static void test_ttl_zero(void)
 
 /* Never early: an entry fires in the first advance that reaches its
  * deadline, in deadline order, ties in the order their deadlines were set. */
-static void test_never_early_and_order(void)
+TEST(never_early_and_order)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
@@ -452,7 +452,7 @@ static void test_never_early_and_order(void)
 
 /* go-zero#205: MoveTimer then RemoveTimer left a task that still fired.
  * Every sequence leaves exactly one live entry per key. */
-static void test_one_entry_per_key(void)
+TEST(one_entry_per_key)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
@@ -481,7 +481,7 @@ static void test_one_entry_per_key(void)
 
 /* Moving a key whose deadline has passed but whose expiry was not yet
  * collected: it lives on with the new deadline. */
-static void test_move_overdue_entry(void)
+TEST(move_overdue_entry)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
@@ -513,7 +513,7 @@ static void test_move_overdue_entry(void)
     rota_keyed_destroy(map);
 }
 
-static void test_advance_max(void)
+TEST(advance_max_stops_at_its_limit)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
@@ -559,7 +559,7 @@ static void count_drain(struct rota_keyed *map, const void *key, size_t len,
 
 /* go-zero#5314: Drain scheduled its calls and returned.  Here every fn call
  * has run when drain returns, the map is empty and usable. */
-static void test_drain(void)
+TEST(drain_runs_every_call_before_returning)
 {
     struct log log = {0};
     struct rota_keyed *map = make(&log, 0);
@@ -605,7 +605,7 @@ static void drain_from_callback(struct rota_keyed *map, const void *key,
     CHECK_EQ_INT(rota_keyed_advance(map, 1), ROTA_EBUSY);
 }
 
-static void test_drain_from_expire_callback(void)
+TEST(drain_from_expire_callback)
 {
     struct log log = {.action = drain_from_callback};
     struct rota_keyed *map = make(&log, 0);
@@ -666,7 +666,7 @@ static void count_call(struct rota_keyed *map, const void *key, size_t len,
 }
 
 /* Every byte comes from the hook and goes back; destroy calls nothing. */
-static void test_allocator_hook_and_destroy(void)
+TEST(allocator_hook_sees_every_allocation_and_free)
 {
     struct counting c = {0};
     struct rota_allocator a = {count_alloc, count_free, &c};
@@ -707,7 +707,7 @@ struct slot_layout {
 
 /* The figure the header states: one slot per table slot, keys of up to 8
  * bytes inside it, longer ones in a block of their own length. */
-static void test_memory_per_entry(void)
+TEST(memory_per_entry_is_as_documented)
 {
     struct rota_keyed *map = NULL;
     struct rota_keyed_config cfg = {.seed = seed_a};
@@ -740,7 +740,7 @@ static void test_memory_per_entry(void)
 }
 
 /* Growing and shrinking (each all at once) keep every invariant. */
-static void test_grow_and_shrink(void)
+TEST(table_grows_and_shrinks)
 {
     struct rota_keyed *map = NULL;
     struct rota_keyed_config cfg = {.seed = seed_b};
@@ -791,7 +791,7 @@ static void test_grow_and_shrink(void)
 
 /* SipHash-2-4 reference output from the paper (key 00..0f, message
  * 00..0e), through the same code rota runs as SipHash-1-3. */
-static void test_siphash_reference(void)
+TEST(siphash_matches_its_reference_vectors)
 {
     unsigned char msg[64];
     for (int i = 0; i < 64; i++)
@@ -814,7 +814,7 @@ static void test_siphash_reference(void)
  * SipHash once, after which probes are short again; under any other seed
  * the same keys spread out and nothing switches. */
 #define FLOOD_PROBE_2048 (64 + 32 * 11)
-static void test_flooding_switches_to_siphash(void)
+TEST(flooding_switches_to_siphash)
 {
     const int want = h_small() ? 600 : 1000;
     const uint32_t mask = 1023; /* one home in tables up to 1024 slots */
@@ -861,7 +861,7 @@ static void test_flooding_switches_to_siphash(void)
 
 /* The fast hash reads every byte and the length: no two of these short
  * keys (all lengths 0-40, one byte flipped) share a 64-bit hash. */
-static void test_fasthash_uses_every_byte(void)
+TEST(fasthash_uses_every_byte)
 {
     unsigned char buf[48] = {0};
     uint64_t k0 = 1, k1 = 2, seen[64 * 41];
@@ -885,7 +885,7 @@ static void test_fasthash_uses_every_byte(void)
 
 /* The map hashes with secrets derived once (rota__fastkey_of): the same
  * values as rota__fasthash(k0, k1), pinned so a change to either shows. */
-static void test_fasthash_precomputed_secrets(void)
+TEST(fasthash_precomputed_secrets)
 {
     static const size_t lens[] = {0, 3, 8, 13, 16, 40};
     static const uint64_t want[] = {
@@ -977,7 +977,7 @@ static struct rota_keyed *make_order(struct order *o)
 
 /* Many growths and deletion shifts while every entry is pending: each
  * fires once, at its deadline, ties in the order they were set. */
-static void test_pending_entries_survive_moves(void)
+TEST(pending_entries_survive_moves)
 {
     static struct order o;
     const uint64_t n = 3000;
@@ -1046,7 +1046,7 @@ static void grow_in_callback(struct rota_keyed *map, uint64_t key,
         o->bad_key = true;
 }
 
-static void test_callback_grows_table_mid_pass(void)
+TEST(callback_grows_table_mid_pass)
 {
     static struct order o;
     struct rota_keyed *map;
@@ -1116,7 +1116,7 @@ static void check_long_key(struct rota_keyed *map, const void *key, size_t len,
         lk->seen[len] = true;
 }
 
-static void test_long_keys(void)
+TEST(keys_of_every_length_up_to_300_bytes_are_kept_intact)
 {
     struct long_keys lk = {{0}, false};
     struct rota_keyed_config cfg = {
@@ -1172,7 +1172,7 @@ static void test_long_keys(void)
 /* Keys chosen to share a home slot in the 8-slot table form one cluster;
  * removing from its front and middle shifts the rest back, timers and all,
  * and a key whose home the cluster covers moves only as far as its home. */
-static void test_deletion_shifts_cluster(void)
+TEST(deletion_shifts_cluster)
 {
     static struct order o;
     uint64_t k0 = rota__sip_load64(seed_a), k1 = rota__sip_load64(seed_a + 8);
@@ -1258,7 +1258,7 @@ static void mid_resize_expire(struct rota_keyed *map, const void *key,
     mr->fired++;
 }
 
-static void test_operations_mid_resize(void)
+TEST(operations_mid_resize)
 {
     static struct mid_resize mr;
     struct rota_keyed_config cfg = {
@@ -1318,7 +1318,7 @@ static void test_operations_mid_resize(void)
     rota_keyed_destroy(map);
 }
 
-static void test_own_timers_on_the_wheel(void)
+TEST(own_timers_on_the_wheel)
 {
     struct log log = {.action = destroy_in_callback};
     struct rota_keyed *map = make(&log, 0);
@@ -1355,37 +1355,37 @@ static void test_own_timers_on_the_wheel(void)
 }
 
 static const struct h_test tests[] = {
-    H_TEST(test_create_destroy),
-    H_TEST(test_invalid_arguments),
-    H_TEST(test_set_get_replace),
-    H_TEST(test_move),
-    H_TEST(test_remove),
-    H_TEST(test_keys_are_bytes),
-    H_TEST(test_persistent_entries),
-    H_TEST(test_huge_ttl_saturates),
-    H_TEST(test_removed_before_callback),
-    H_TEST(test_callback_sets_same_key),
-    H_TEST(test_callback_removes_due_entry),
-    H_TEST(test_ttl_zero),
-    H_TEST(test_never_early_and_order),
-    H_TEST(test_one_entry_per_key),
-    H_TEST(test_move_overdue_entry),
-    H_TEST(test_advance_max),
-    H_TEST(test_drain),
-    H_TEST(test_drain_from_expire_callback),
-    H_TEST(test_allocator_hook_and_destroy),
-    H_TEST(test_memory_per_entry),
-    H_TEST(test_grow_and_shrink),
-    H_TEST(test_siphash_reference),
-    H_TEST(test_flooding_switches_to_siphash),
-    H_TEST(test_fasthash_uses_every_byte),
-    H_TEST(test_fasthash_precomputed_secrets),
-    H_TEST(test_own_timers_on_the_wheel),
-    H_TEST(test_pending_entries_survive_moves),
-    H_TEST(test_callback_grows_table_mid_pass),
-    H_TEST(test_long_keys),
-    H_TEST(test_deletion_shifts_cluster),
-    H_TEST(test_operations_mid_resize),
+    H_TEST(create_and_destroy_check_their_arguments),
+    H_TEST(invalid_arguments_return_einval),
+    H_TEST(set_get_and_replace),
+    H_TEST(move_changes_only_an_existing_deadline),
+    H_TEST(removed_keys_never_fire),
+    H_TEST(keys_are_bytes),
+    H_TEST(persistent_entries_never_fire),
+    H_TEST(huge_ttl_saturates),
+    H_TEST(removed_before_callback),
+    H_TEST(callback_sets_same_key),
+    H_TEST(callback_removes_due_entry),
+    H_TEST(ttl_zero_fires_at_the_next_advance),
+    H_TEST(never_early_and_order),
+    H_TEST(one_entry_per_key),
+    H_TEST(move_overdue_entry),
+    H_TEST(advance_max_stops_at_its_limit),
+    H_TEST(drain_runs_every_call_before_returning),
+    H_TEST(drain_from_expire_callback),
+    H_TEST(allocator_hook_sees_every_allocation_and_free),
+    H_TEST(memory_per_entry_is_as_documented),
+    H_TEST(table_grows_and_shrinks),
+    H_TEST(siphash_matches_its_reference_vectors),
+    H_TEST(flooding_switches_to_siphash),
+    H_TEST(fasthash_uses_every_byte),
+    H_TEST(fasthash_precomputed_secrets),
+    H_TEST(own_timers_on_the_wheel),
+    H_TEST(pending_entries_survive_moves),
+    H_TEST(callback_grows_table_mid_pass),
+    H_TEST(keys_of_every_length_up_to_300_bytes_are_kept_intact),
+    H_TEST(deletion_shifts_cluster),
+    H_TEST(operations_mid_resize),
 };
 
 int main(int argc, char **argv)

@@ -217,7 +217,7 @@ static bool run_with_failure(uint64_t n, bool persistent)
     return f.failures != 0;
 }
 
-static void test_every_allocation_fails_once(void)
+TEST(every_allocation_fails_once)
 {
     uint64_t n = 1;
     while (run_with_failure(n, false) && h_failed == 0)
@@ -230,7 +230,7 @@ static void test_every_allocation_fails_once(void)
     CHECK(total_enomem > 0); /* and the failure path really ran */
 }
 
-static void test_memory_stays_exhausted(void)
+TEST(memory_stays_exhausted)
 {
     uint64_t step = h_small() ? 25 : 5; /* ROTA_TEST_SCALE=small */
     for (uint64_t n = 1; run_with_failure(n, true) && h_failed == 0; n += step)
@@ -238,8 +238,8 @@ static void test_memory_stays_exhausted(void)
 }
 
 static const struct h_test tests[] = {
-    H_TEST(test_every_allocation_fails_once),
-    H_TEST(test_memory_stays_exhausted),
+    H_TEST(every_allocation_fails_once),
+    H_TEST(memory_stays_exhausted),
 };
 
 int main(int argc, char **argv)

@@ -354,7 +354,7 @@ static void one_run(uint64_t seed, unsigned ops, bool plant)
 
 /* Runs use seeds base, base + 1, ...: ROTA_SEED=<the seed a failing run
  * printed> repeats that run first.  Stops at the first failing run. */
-static void test_random_runs(void)
+TEST(keyed_map_matches_the_model_in_random_runs)
 {
     uint64_t base = h_seed();
     unsigned runs = h_small() ? 6 : 60;
@@ -372,7 +372,7 @@ static void test_random_runs(void)
 /* The comparison catches a lie: the model is told a different deadline
  * for one move, and a check must fail at that very operation (the key's
  * deadline is compared right after it). */
-static void keyed_random_catches_planted_lie(void)
+TEST(keyed_random_catches_planted_lie)
 {
     uint64_t base = h_seed();
     unsigned long failed = 0;
@@ -399,7 +399,7 @@ static void keyed_random_catches_planted_lie(void)
 
 static const struct h_test tests[] = {
     H_TEST(keyed_random_catches_planted_lie),
-    H_TEST(test_random_runs),
+    H_TEST(keyed_map_matches_the_model_in_random_runs),
 };
 
 int main(int argc, char **argv)
