@@ -298,9 +298,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], impls[i]->name) == 0)
             im = impls[i];
     if (im == NULL || n < 1 || n > 100000000) {
-        fprintf(stderr, "usage: rota_counts none|rota|rota-arm|wheel-bare|hashed-rounds"
-                        " N [cancel+arm]\n(run by bench/counts.sh under "
-                        "valgrind)\n");
+        fprintf(stderr,
+                "usage: rota_counts none|rota|rota-arm|wheel-bare|hashed-rounds"
+                " N [cancel+arm]\n(run by bench/counts.sh under "
+                "valgrind)\n");
         return 2;
     }
     measure(im, (uint32_t)n);
