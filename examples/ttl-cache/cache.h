@@ -12,6 +12,8 @@
  *               eviction sampling, memory accounting and eviction;
  *   keyspace.c  the commands on keys (strings, counters, expiry, SCAN);
  *   commands.c  dispatch, MULTI/EXEC and the server commands;
+ *   connection.c  the connection's own commands (AUTH, HELLO, CLIENT,
+ *               RESET), the password check and protected mode;
  *   server.c    options, the epoll loop, clients and their buffers.
  * Everything runs on one thread; the state lives in the global `S`.
  */
@@ -22,6 +24,7 @@
 #include <rota/clock.h>
 #include <rota/keyed.h>
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -73,8 +76,16 @@ struct arg {
 /* ------------------------------------------------------------ clients */
 
 struct client {
-    struct client *prev, *next; /* every open client, for shutdown */
+    struct client *prev, *next; /* every open client, oldest at the tail */
     int fd;
+    uint64_t id;                /* CLIENT ID: 1, 2, ... in order of accept */
+    struct sockaddr_in peer;    /* CLIENT INFO's addr= */
+    struct sockaddr_in local;   /* and laddr= */
+    uint64_t created_tick;      /* S.now_tick at accept (age=) */
+    uint64_t active_tick;       /* and at its last read (idle=) */
+    bool authenticated;         /* AUTH or HELLO AUTH passed, or no password */
+    char *name;                 /* CLIENT SETNAME; NULL: none */
+    const struct command *last; /* its last command (cmd=); NULL: none */
     bool closing;    /* close once the output is flushed; read no more */
     bool eof;        /* the peer shut down its side: serve, flush, close */
     uint32_t events; /* what the epoll set waits for */
@@ -143,6 +154,11 @@ struct server {
     unsigned maxmemory_samples;
     unsigned max_clients, clients;
     int port;
+    struct in_addr bind_addr; /* --bind (127.0.0.1) */
+    char *requirepass;        /* --requirepass; NULL: none */
+    size_t requirepass_len;
+    bool protected_mode; /* --protected-mode (yes) */
+    uint64_t next_client_id;
     const char *fault; /* a planted fault, for the tests (see server.c) */
 
     int epfd, listen_fd, reserve_fd;
@@ -232,14 +248,20 @@ bool policy_parse(const char *s, enum policy *out);
 /* ------------------------------------------- commands.c, keyspace.c */
 
 #define CMD_DENYOOM 1u /* refused when memory cannot be freed */
+#define CMD_NOAUTH 2u  /* runs before the client has authenticated */
+#define CMD_NOQUEUE 4u /* runs at once inside MULTI */
 
 typedef void command_fn(struct client *c, struct arg *a, size_t argc);
 
+/* A command, or a container (CLIENT, COMMAND, CONFIG) whose second word
+ * picks one of `subs`: a subcommand is named "container|sub" (Redis's
+ * full name, used in its errors) and its arity counts the container. */
 struct command {
     const char *name; /* lower case, as Redis names it in errors */
     int arity;        /* > 0: exactly; < 0: at least -arity arguments */
     unsigned flags;
     command_fn *fn;
+    const struct command *subs; /* NULL-terminated by name, or NULL */
 };
 
 extern const struct command keyspace_commands[];
@@ -248,6 +270,20 @@ extern const char *const not_integer, *const syntax_error;
 void reply_arity(struct client *c, const char *name);
 /* A strict integer argument, or Redis's "not an integer" reply. */
 bool arg_ll(struct client *c, const struct arg *a, long long *v);
+
+extern const struct command connection_commands[];
+extern const size_t connection_ncommands;
+/* How many commands (containers counted once) COMMAND COUNT reports. */
+size_t command_count(void);
+
+/* Protected mode (connection.c): a connection from `peer` is refused with
+ * Redis's DENIED error when protected mode is on, no password is set and
+ * the peer is not on loopback (127.0.0.0/8). */
+bool protected_refuses(const struct sockaddr_in *peer);
+extern const char denied_error[];
+/* A new client's authentication state: authenticated unless a password
+ * is set (also at RESET). */
+void client_auth_reset(struct client *c);
 
 void execute(struct client *c, struct arg *argv, size_t argc);
 /* Free a client's MULTI queue (at DISCARD, EXEC and close). */
