@@ -446,9 +446,24 @@ static void reply_unknown_sub(struct client *c, const struct command *cmd,
                (int)(len < 128 ? len : 128), sub->p, upper);
 }
 
+/* Redis's rejectCommand(): the error, and a transaction in progress
+ * doomed; a refused EXEC discards the transaction at once and says why
+ * (EXECABORT, the reason without its "ERR "), in MULTI or not. */
+static void reject(struct client *c, const struct command *cmd, const char *err)
+{
+    if (cmd->fn == cmd_exec) {
+        multi_reset(c);
+        out_errorf(c, "EXECABORT Transaction discarded because of: %s",
+                   strncmp(err, "ERR ", 4) == 0 ? err + 4 : err);
+        return;
+    }
+    out_error(c, err);
+    c->multi_dirty = c->multi;
+}
+
 /*
  * The checks run in Redis's order, each refusal marking a MULTI block as
- * doomed: the name (unknown command or subcommand), the arity, then
+ * doomed (see reject()): the name (unknown command or subcommand), the arity, then
  * authentication (only AUTH, HELLO, QUIT and RESET run before it), then
  * memory; a client in MULTI then queues all but the commands that end or
  * leave the transaction.
@@ -485,18 +500,19 @@ void execute(struct client *c, struct arg *a, size_t argc)
     c->last = cmd;
     if ((cmd->arity > 0 && (size_t)cmd->arity != argc) ||
         argc < (size_t)(cmd->arity < 0 ? -cmd->arity : 0)) {
-        reply_arity(c, cmd->name);
-        c->multi_dirty = c->multi;
+        char msg[128];
+        snprintf(msg, sizeof msg,
+                 "ERR wrong number of arguments for '%s' command", cmd->name);
+        reject(c, cmd, msg);
         return;
     }
     if (!c->authenticated && !(cmd->flags & CMD_NOAUTH)) {
-        out_error(c, "NOAUTH Authentication required.");
-        c->multi_dirty = c->multi;
+        reject(c, cmd, "NOAUTH Authentication required.");
         return;
     }
     if (S.maxmemory > 0 && !store_evict() && (cmd->flags & CMD_DENYOOM)) {
-        out_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
-        c->multi_dirty = c->multi;
+        reject(c, cmd,
+               "OOM command not allowed when used memory > 'maxmemory'.");
         return;
     }
     if (c->multi && !(cmd->flags & CMD_NOQUEUE)) {

@@ -86,6 +86,8 @@ const char denied_error[] =
 
 bool protected_refuses(const struct sockaddr_in *peer)
 {
+    if (S.fault != NULL && strcmp(S.fault, "protected") == 0)
+        return false; /* the planted fault of the self-check */
     return S.protected_mode && S.requirepass == NULL &&
            (ntohl(peer->sin_addr.s_addr) >> 24) != 127;
 }
