@@ -4,12 +4,19 @@
 
     test_fairness.py PATH/TO/rota-ttl-cache pipeline [SECONDS]
     test_fairness.py PATH/TO/rota-ttl-cache expiry [KEYS]
-    test_fairness.py redis-server pipeline|expiry ...   (the same, of Redis)
+    test_fairness.py PATH/TO/rota-ttl-cache auth [SECONDS]
+    test_fairness.py redis-server pipeline|expiry|auth ...   (of Redis)
 
 pipeline: a second process pipelines SETs without pause for SECONDS (4),
 reading its replies as they come, while this one PINGs on a schedule.
 Claims: PING p99 under P99_MS (10) ms; every SET sent got its +OK (nothing
 lost) and the last one is readable.
+
+auth: the server has a password; a second process pipelines wrong
+passwords (AUTH guess) without pause for SECONDS (4), a brute-force
+attack, while this one, authenticated, PINGs on a schedule.  Claims: PING
+p99 under P99_MS ms; every guess got Redis's WRONGPASS error (none
+passed, none was dropped).
 
 expiry: KEYS (1,000,000) keys are set with one PXAT deadline; from half a
 second before it to 2.5 s after, this process PINGs on a schedule while a
@@ -66,10 +73,18 @@ def connect(port):
     return s
 
 
-def ping_schedule(port, seconds, start=None, interval=0.005):
+PASSWORD = "fair-secret"
+WRONGPASS = b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+
+
+def ping_schedule(port, seconds, start=None, interval=0.005, password=None):
     """PINGs on a fixed schedule from `start` (monotonic) for `seconds`;
     the latencies in ms, each from the PING's due time to its reply."""
     s = connect(port)
+    if password is not None:
+        s.sendall(encode("AUTH", password))
+        if s.recv(64) != b"+OK\r\n":
+            raise ValueError("AUTH refused")
     due = time.monotonic() if start is None else start
     end = due + seconds
     lat = []
@@ -114,21 +129,27 @@ def judge_p99(t, lat, where):
 
 # --------------------------------------------------------- child roles
 
-def flood(port, seconds):
-    """Pipeline SETs without pause for `seconds`, reading every reply; print
-    what was sent and received as JSON.  One thread (non-blocking socket,
-    select()), so that the busy client takes one core at most."""
+def flood(port, seconds, guesses=False):
+    """Pipeline SETs (or, with `guesses`, wrong passwords) without pause
+    for `seconds`, reading every reply; print what was sent and received
+    as JSON.  One thread (non-blocking socket, select()), so that the busy
+    client takes one core at most."""
     s = connect(port)
     s.setblocking(False)
     keys = 100000
-    block = b"".join(encode("SET", "flood:%d" % i, "v%08d" % i)
-                     for i in range(keys))
+    if guesses:
+        block = b"".join(encode("AUTH", "guess%08d" % i) for i in range(keys))
+        reply = WRONGPASS
+    else:
+        block = b"".join(encode("SET", "flood:%d" % i, "v%08d" % i)
+                         for i in range(keys))
+        reply = b"+OK\r\n"
     sent, got, bad = 0, 0, 0
     view, off, last = memoryview(block), 0, None
     buf = bytearray(1 << 20)
     t0 = time.monotonic()
     end = t0 + seconds
-    while last is None or off < len(last) or got < 5 * sent:
+    while last is None or off < len(last) or got < len(reply) * sent:
         want_write = last is None or off < len(last)
         r, w, _ = select.select([s], [s] if want_write else [], [], 10)
         if not r and not w:
@@ -139,7 +160,8 @@ def flood(port, seconds):
                 off = 0
                 if time.monotonic() >= end:
                     # the last SET names the count, to read back afterwards
-                    last = memoryview(encode("SET", "flood:last", str(sent)))
+                    last = memoryview(encode("AUTH", "last") if guesses else
+                                      encode("SET", "flood:last", str(sent)))
                     view = last
                     sent += 1
             try:
@@ -150,9 +172,12 @@ def flood(port, seconds):
             n = s.recv_into(buf)
             if n == 0:
                 break
+            # every reply is `reply`: the bytes must repeat it exactly
+            k = got % len(reply)
+            want = (reply * (2 + n // len(reply)))[k:k + n]
+            bad += sum(1 for a, b in zip(bytes(buf[:n]), want) if a != b) \
+                if bytes(buf[:n]) != want else 0
             got += n
-            # every reply is +OK\r\n: no other byte may appear
-            bad += len(bytes(buf[:n]).translate(None, b"+OK\r\n"))
     print(json.dumps({"sent": sent, "reply_bytes": got, "bad_bytes": bad,
                       "seconds": time.monotonic() - t0}), flush=True)
 
@@ -234,6 +259,22 @@ def pipeline_round(t, srv, seconds):
     t.equal(c.call("GET", "flood:last"), b"$%d\r\n%d\r\n" % (
         len(str(r["sent"] - 1)), r["sent"] - 1), "the last SET is there")
     c.close()
+    return lat
+
+
+def auth_round(t, srv, seconds):
+    """One measurement beside a client guessing passwords."""
+    f = child("guess", srv.port, seconds)
+    time.sleep(0.3)
+    lat = ping_schedule(srv.port, seconds - 0.6, password=PASSWORD)
+    print("beside the guessing client:", summary(lat), flush=True)
+    out, _ = f.communicate(timeout=120)
+    r = json.loads(out)
+    print("guessing client: %d wrong passwords in %.2f s (%.0f a second)" %
+          (r["sent"], r["seconds"], r["sent"] / r["seconds"]), flush=True)
+    t.equal(r["reply_bytes"], len(WRONGPASS) * r["sent"],
+            "reply bytes: WRONGPASS for every guess")
+    t.equal(r["bad_bytes"], 0, "bytes that are not part of WRONGPASS")
     return lat
 
 
@@ -330,14 +371,26 @@ def measure(t, where, one_round):
 def main():
     if sys.argv[1] == "--flood":
         return flood(int(sys.argv[2]), float(sys.argv[3]))
+    if sys.argv[1] == "--guess":
+        return flood(int(sys.argv[2]), float(sys.argv[3]), guesses=True)
     if sys.argv[1] == "--getcheck":
         return get_check(*(int(a) for a in sys.argv[2:6]))
     binary, mode = sys.argv[1], sys.argv[2]
     t = Tally()
     # "redis-server" instead of the cache's path: the same measurement of
     # a real Redis, for comparison (not run by the suite)
-    srv = Server.redis() if binary == "redis-server" else Server.cache(binary)
-    if mode == "pipeline":
+    if mode == "auth":
+        srv = Server.redis("--requirepass", PASSWORD) \
+            if binary == "redis-server" else \
+            Server.cache(binary, env={"ROTA_TTL_CACHE_REQUIREPASS": PASSWORD})
+    else:
+        srv = Server.redis() if binary == "redis-server" else \
+            Server.cache(binary)
+    if mode == "auth":
+        seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 4
+        measure(t, "beside a client guessing passwords",
+                lambda: auth_round(t, srv, seconds))
+    elif mode == "pipeline":
         seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 4
         print("idle:", summary(ping_schedule(srv.port, 0.3)), flush=True)
         measure(t, "beside a pipelining client",
