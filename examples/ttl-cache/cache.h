@@ -56,6 +56,7 @@ struct value {
     long long when;   /* expiry, unix time in ms, or NO_EXPIRE */
     uint64_t lru;     /* monotonic ms of the last access */
     uint32_t key_len; /* key bytes at data[0] */
+    uint32_t spare;   /* room after the value, for APPEND (store_append) */
     size_t len;       /* value bytes at data[key_len] */
     char data[];
 };
@@ -231,6 +232,11 @@ struct value *store_lookup(const char *key, size_t len);
 struct value *store_set(const char *key, size_t klen, const void *val,
                         size_t vlen, long long when, bool keepttl);
 void store_set_expire(struct value *v, long long when);
+/* Append n bytes to v's value, in place when its spare room holds them;
+ * else the value is reallocated with room to grow (geometric: a run of
+ * appends costs amortised O(1) per byte).  The value (moved, maybe), or
+ * NULL when out of memory (v unchanged). */
+struct value *store_append(struct value *v, const void *p, size_t n);
 bool store_delete(const char *key, size_t len);
 void store_flush(void);
 size_t store_count(void);

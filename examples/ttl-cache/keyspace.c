@@ -272,16 +272,10 @@ static void cmd_append(struct client *c, struct arg *a, size_t argc)
             c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
         return;
     }
-    char *buf = malloc(old + a[2].len + 1);
-    if (buf == NULL) {
-        oom(c);
-        return;
-    }
-    if (old > 0)
-        memcpy(buf, value_bytes(v), old);
-    memcpy(buf + old, a[2].p, a[2].len);
-    v = store_set(a[1].p, a[1].len, buf, old + a[2].len, NO_EXPIRE, true);
-    free(buf);
+    if (v == NULL)
+        v = store_set(a[1].p, a[1].len, a[2].p, a[2].len, NO_EXPIRE, false);
+    else
+        v = store_append(v, a[2].p, a[2].len);
     if (v == NULL)
         oom(c);
     else
