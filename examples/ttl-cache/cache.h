@@ -39,6 +39,13 @@
 #define INLINE_MAX_SIZE (64u * 1024)            /* PROTO_INLINE_MAX_SIZE */
 #define TICK_NS 1000000u                        /* the map's tick: 1 ms */
 #define MAX_OUTPUT (16u << 20) /* pending reply bytes before reading pauses */
+/* What a client not yet authenticated may send and leave unread, as Redis
+ * 7.0 bounds it (connection.c, THE PASSWORD): arrays of 10 elements, bulks
+ * of 16 KiB, replies pending past 16 KiB + 1 KiB (Redis's reply buffer
+ * and its unauthenticated output limit). */
+#define UNAUTH_MAX_ARGS 10
+#define UNAUTH_MAX_BULK 16384
+#define UNAUTH_MAX_OUTPUT (16384u + 1024u)
 
 /* ------------------------------------------------------------- values */
 

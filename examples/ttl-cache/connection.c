@@ -28,6 +28,14 @@
  *   The password is never printed, and the flag's copy in argv is wiped
  *   at startup (server.c).
  *
+ *   Until it authenticates, a client is held to Redis 7.0's bounds for
+ *   unauthenticated clients (cache.h): an array of more than 10 elements
+ *   or a bulk over 16 KiB is a protocol error ("unauthenticated multibulk
+ *   length", "... bulk length") that closes it, and a client that lets
+ *   more than 17 KiB of replies pile up unread is closed without them.  A
+ *   stranger can thus make the server hold little for it, and a guesser
+ *   must read its answers.
+ *
  * PROTECTED MODE
  *   As Redis defines it: while protected mode is on (the default) and no
  *   password is set, a connection whose peer is not on loopback

@@ -16,7 +16,22 @@ compares the replies byte for byte:
      binary, CR LF, 300 bytes) and values (integer edges, non-integers),
      with valid and invalid options, relative and absolute expiry times,
      wrong arities, unknown commands, mixed-case names and inline requests
-     with Redis's quoting.  ROTA_TEST_SCALE=small runs fewer steps.
+     with Redis's quoting.  ROTA_TEST_SCALE=small runs fewer steps;
+  3. the connection's commands (HELLO, AUTH without a password, CLIENT
+     SETNAME/GETNAME/ID/INFO/LIST, RESET, COMMAND COUNT, QUIT) with their
+     edges and inside MULTI, and EXEC refused (EXECABORT);
+  4. a second pair started with the same password (redis-server
+     --requirepass, the cache through ROTA_TTL_CACHE_REQUIREPASS): every
+     command before authentication, right and wrong passwords in every
+     form (AUTH pw, AUTH default pw, HELLO 2 AUTH, a prefix, a longer
+     one, another case, a NUL byte, another user), RESET, and Redis's
+     bounds for a client not yet authenticated (10 elements, 16 KiB
+     bulks, replies left unread);
+  5. protected mode, from a non-loopback address of this machine to a
+     pair bound to it (skipped, with the reason, when the machine has no
+     such address): no password (the DENIED error, then the close),
+     --protected-mode no (served), a password (NOAUTH, then served), and
+     a loopback client of a server bound to 0.0.0.0 (served).
 
 Exits 77 (CTest: skipped) when redis-server is not installed.  With
 --plant-fault the cache is started with a deliberate bug and the test
@@ -175,14 +190,14 @@ class Diff:
             self.fail("%r" % (args,), want, got)
         return want
 
-    def raw(self, data, what, half_close=False, source=None):
+    def raw(self, data, what, half_close=False, source=None, compare=None):
         """A whole exchange on fresh connections, up to the close."""
         want = raw_exchange(self.redis.port, data, 0.5, half_close,
                             self.redis.host, source)
         got = raw_exchange(self.cache.port, data, 0.5, half_close,
                            self.cache.host, source)
         self.compared += 1
-        if want == got:
+        if compare(want, got) if compare else want == got:
             self.t.passed += 1
         else:
             self.fail(what, want, got)
@@ -822,6 +837,18 @@ def with_password(t, binary, fault):
         d.raw(b'AUTH "' + pw.encode() + b'"\r\nGET k\r\nQUIT\r\n',
               "inline AUTH")
         d.raw(b"GET k\r\nAUTH x\r\nQUIT\r\n", "NOAUTH then QUIT")
+        # Redis's bounds for a client not yet authenticated
+        d.raw(encode("DEL", *["k"] * 9), "unauthenticated: 10 elements")
+        d.raw(encode("DEL", *["k"] * 10), "unauthenticated: 11 elements")
+        d.raw(encode("ECHO", "e" * 16384), "unauthenticated: a 16 KiB bulk")
+        d.raw(b"*2\r\n$4\r\nECHO\r\n$16385\r\n" + b"e" * 16385 + b"\r\n",
+              "unauthenticated: a 16 KiB + 1 bulk")
+        d.raw(encode("AUTH", pw) + encode("DEL", *["k"] * 100) +
+              encode("ECHO", "e" * 100000), "authenticated: no such bounds")
+        d.raw(encode("PING") * 1000, "unauthenticated: 34 KB of replies "
+              "left unread (closed; what was sent first may differ)",
+              compare=lambda w, g: not w.endswith(b"<open>") and
+              not g.endswith(b"<open>"))
     finally:
         status = cache.stop()
         redis.stop()

@@ -223,6 +223,12 @@ static void process_input(struct client *c, unsigned *budget)
             execute(c, c->argv, c->argc);
         request_done(c);
         (*budget)--;
+        if (!c->authenticated && c->out_len - c->out_off > UNAUTH_MAX_OUTPUT) {
+            /* It sends without reading, and has not authenticated: drop
+             * it and its replies, as Redis does. */
+            c->out_len = c->out_off = 0;
+            c->closing = true;
+        }
     }
     if (c->qpos > 0) { /* drop what has been served */
         memmove(c->in, c->in + c->qpos, c->in_len - c->qpos);
