@@ -65,7 +65,7 @@ class Server:
                                 preexec_fn=preexec,
                                 env=dict(os.environ, **(env or {})))
         port = host = None
-        for _ in range(100):
+        for _ in range(600):  # 30 s at most (valgrind on a busy machine)
             out.seek(0)
             m = re.search(r"listening on ([0-9.]+):(\d+)", out.read())
             if m:
