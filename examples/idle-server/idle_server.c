@@ -468,28 +468,7 @@ static void *worker_main(void *arg)
 
 static void die_listen(int err)
 {
-    char a[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &cfg.addr.sin_addr, a, sizeof a);
-    unsigned port = ntohs(cfg.addr.sin_port);
-    if (err == EADDRINUSE)
-        fprintf(stderr,
-                "idle-server: cannot listen on %s:%u: the port is already in "
-                "use (choose another with --port)\n",
-                a, port);
-    else if (err == EADDRNOTAVAIL)
-        fprintf(stderr,
-                "idle-server: cannot listen on %s:%u: no such local address "
-                "(see --bind)\n",
-                a, port);
-    else if (err == EACCES)
-        fprintf(stderr,
-                "idle-server: cannot listen on %s:%u: permission denied "
-                "(ports below 1024 need privileges)\n",
-                a, port);
-    else
-        fprintf(stderr, "idle-server: cannot listen on %s:%u: %s\n", a, port,
-                strerror(err));
-    exit(1);
+    cli_listen_die(&cfg.addr, err);
 }
 
 /* SO_REUSEPORT lets any other SO_REUSEPORT socket of the same user join the

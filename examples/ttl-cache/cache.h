@@ -12,6 +12,8 @@
  *               eviction sampling, memory accounting and eviction;
  *   keyspace.c  the commands on keys (strings, counters, expiry, SCAN);
  *   commands.c  dispatch, MULTI/EXEC and the server commands;
+ *   connection.c  the connection's own commands (AUTH, HELLO, CLIENT,
+ *               RESET), the password check and protected mode;
  *   server.c    options, the epoll loop, clients and their buffers.
  * Everything runs on one thread; the state lives in the global `S`.
  */
@@ -22,6 +24,7 @@
 #include <rota/clock.h>
 #include <rota/keyed.h>
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,6 +39,13 @@
 #define INLINE_MAX_SIZE (64u * 1024)            /* PROTO_INLINE_MAX_SIZE */
 #define TICK_NS 1000000u                        /* the map's tick: 1 ms */
 #define MAX_OUTPUT (16u << 20) /* pending reply bytes before reading pauses */
+/* What a client not yet authenticated may send and leave unread, as Redis
+ * 7.0 bounds it (connection.c, THE PASSWORD): arrays of 10 elements, bulks
+ * of 16 KiB, replies pending past 16 KiB + 1 KiB (Redis's reply buffer
+ * and its unauthenticated output limit). */
+#define UNAUTH_MAX_ARGS 10
+#define UNAUTH_MAX_BULK 16384
+#define UNAUTH_MAX_OUTPUT (16384u + 1024u)
 
 /* ------------------------------------------------------------- values */
 
@@ -53,6 +63,7 @@ struct value {
     long long when;   /* expiry, unix time in ms, or NO_EXPIRE */
     uint64_t lru;     /* monotonic ms of the last access */
     uint32_t key_len; /* key bytes at data[0] */
+    uint32_t spare;   /* room after the value, for APPEND (store_append) */
     size_t len;       /* value bytes at data[key_len] */
     char data[];
 };
@@ -73,8 +84,16 @@ struct arg {
 /* ------------------------------------------------------------ clients */
 
 struct client {
-    struct client *prev, *next; /* every open client, for shutdown */
+    struct client *prev, *next; /* every open client, oldest at the tail */
     int fd;
+    uint64_t id;                /* CLIENT ID: 1, 2, ... in order of accept */
+    struct sockaddr_in peer;    /* CLIENT INFO's addr= */
+    struct sockaddr_in local;   /* and laddr= */
+    uint64_t created_tick;      /* S.now_tick at accept (age=) */
+    uint64_t active_tick;       /* and at its last read (idle=) */
+    bool authenticated;         /* AUTH or HELLO AUTH passed, or no password */
+    char *name;                 /* CLIENT SETNAME; NULL: none */
+    const struct command *last; /* its last command (cmd=); NULL: none */
     bool closing;    /* close once the output is flushed; read no more */
     bool eof;        /* the peer shut down its side: serve, flush, close */
     uint32_t events; /* what the epoll set waits for */
@@ -143,6 +162,11 @@ struct server {
     unsigned maxmemory_samples;
     unsigned max_clients, clients;
     int port;
+    struct in_addr bind_addr; /* --bind (127.0.0.1) */
+    char *requirepass;        /* --requirepass; NULL: none */
+    size_t requirepass_len;
+    bool protected_mode; /* --protected-mode (yes) */
+    uint64_t next_client_id;
     const char *fault; /* a planted fault, for the tests (see server.c) */
 
     int epfd, listen_fd, reserve_fd;
@@ -215,6 +239,11 @@ struct value *store_lookup(const char *key, size_t len);
 struct value *store_set(const char *key, size_t klen, const void *val,
                         size_t vlen, long long when, bool keepttl);
 void store_set_expire(struct value *v, long long when);
+/* Append n bytes to v's value, in place when its spare room holds them;
+ * else the value is reallocated with room to grow (geometric: a run of
+ * appends costs amortised O(1) per byte).  The value (moved, maybe), or
+ * NULL when out of memory (v unchanged). */
+struct value *store_append(struct value *v, const void *p, size_t n);
 bool store_delete(const char *key, size_t len);
 void store_flush(void);
 size_t store_count(void);
@@ -232,14 +261,20 @@ bool policy_parse(const char *s, enum policy *out);
 /* ------------------------------------------- commands.c, keyspace.c */
 
 #define CMD_DENYOOM 1u /* refused when memory cannot be freed */
+#define CMD_NOAUTH 2u  /* runs before the client has authenticated */
+#define CMD_NOQUEUE 4u /* runs at once inside MULTI */
 
 typedef void command_fn(struct client *c, struct arg *a, size_t argc);
 
+/* A command, or a container (CLIENT, COMMAND, CONFIG) whose second word
+ * picks one of `subs`: a subcommand is named "container|sub" (Redis's
+ * full name, used in its errors) and its arity counts the container. */
 struct command {
     const char *name; /* lower case, as Redis names it in errors */
     int arity;        /* > 0: exactly; < 0: at least -arity arguments */
     unsigned flags;
     command_fn *fn;
+    const struct command *subs; /* NULL-terminated by name, or NULL */
 };
 
 extern const struct command keyspace_commands[];
@@ -248,6 +283,20 @@ extern const char *const not_integer, *const syntax_error;
 void reply_arity(struct client *c, const char *name);
 /* A strict integer argument, or Redis's "not an integer" reply. */
 bool arg_ll(struct client *c, const struct arg *a, long long *v);
+
+extern const struct command connection_commands[];
+extern const size_t connection_ncommands;
+/* How many commands (containers counted once) COMMAND COUNT reports. */
+size_t command_count(void);
+
+/* Protected mode (connection.c): a connection from `peer` is refused with
+ * Redis's DENIED error when protected mode is on, no password is set and
+ * the peer is not on loopback (127.0.0.0/8). */
+bool protected_refuses(const struct sockaddr_in *peer);
+extern const char denied_error[];
+/* A new client's authentication state: authenticated unless a password
+ * is set (also at RESET). */
+void client_auth_reset(struct client *c);
 
 void execute(struct client *c, struct arg *argv, size_t argc);
 /* Free a client's MULTI queue (at DISCARD, EXEC and close). */

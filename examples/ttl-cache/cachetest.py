@@ -47,24 +47,31 @@ class Server:
 
     running = []
 
-    def __init__(self, argv, port, tmp, proc):
+    def __init__(self, argv, port, tmp, proc, host="127.0.0.1"):
         self.argv, self.port, self.tmp, self.proc = argv, port, tmp, proc
+        self.host = host  # where connect() goes
         Server.running.append(self)
 
     @classmethod
-    def cache(cls, binary, *flags, preexec=None):
+    def cache(cls, binary, *flags, preexec=None, env=None):
+        """The cache on a free port (--port 0 first: a --port in `flags`
+        overrides it), on the address of its --bind; `env`: variables
+        added to its environment."""
         tmp = tempfile.mkdtemp(prefix="ttl-cache-")
         out = open(os.path.join(tmp, "out"), "w+")
         err = open(os.path.join(tmp, "err"), "w+")
         argv = [binary, "--port", "0"] + [str(f) for f in flags]
         proc = subprocess.Popen(argv, stdout=out, stderr=err,
-                                preexec_fn=preexec)
-        port = None
-        for _ in range(100):
+                                preexec_fn=preexec,
+                                env=dict(os.environ, **(env or {})))
+        port = host = None
+        for _ in range(600):  # 30 s at most (valgrind on a busy machine)
             out.seek(0)
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", out.read())
+            m = re.search(r"listening on ([0-9.]+):(\d+)", out.read())
             if m:
-                port = int(m.group(1))
+                host, port = m.group(1), int(m.group(2))
+                if host == "0.0.0.0":
+                    host = "127.0.0.1"
                 break
             if proc.poll() is not None:
                 break
@@ -73,26 +80,34 @@ class Server:
             err.seek(0)
             proc.kill()
             raise RuntimeError("rota-ttl-cache did not start: " + err.read())
-        return cls(argv, port, tmp, proc)
+        return cls(argv, port, tmp, proc, host)
 
     @classmethod
-    def redis(cls):
-        """redis-server with no persistence, or None when not installed."""
+    def redis(cls, *extra, bind="127.0.0.1"):
+        """redis-server with no persistence, or None when not installed;
+        `extra`: more of its options (--requirepass pw), `bind`: its
+        address (a server bound elsewhere is not probed for readiness
+        by a connection, which protected mode would refuse: its log is
+        read instead)."""
         exe = shutil.which("redis-server")
         if exe is None:
             return None
         tmp = tempfile.mkdtemp(prefix="redis-diff-")
+        log = os.path.join(tmp, "log")
         for _ in range(20):
             port = free_port()
-            argv = [exe, "--port", str(port), "--bind", "127.0.0.1",
+            argv = [exe, "--port", str(port), "--bind", bind,
                     "--save", "", "--appendonly", "no", "--dir", tmp,
-                    "--daemonize", "no", "--logfile", os.path.join(tmp, "log")]
+                    "--daemonize", "no", "--logfile", log] + list(extra)
             proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             for _ in range(100):
                 try:
-                    socket.create_connection(("127.0.0.1", port), 0.2).close()
-                    return cls(argv, port, tmp, proc)
+                    if bind == "127.0.0.1":
+                        socket.create_connection((bind, port), 0.2).close()
+                    elif "Ready to accept" not in open(log).read():
+                        raise OSError("not ready")
+                    return cls(argv, port, tmp, proc, bind)
                 except OSError:
                     if proc.poll() is not None:
                         break
@@ -102,7 +117,7 @@ class Server:
         raise RuntimeError("redis-server did not start")
 
     def connect(self, timeout=5.0):
-        return Conn(self.port, timeout)
+        return Conn(self.port, timeout, self.host)
 
     def stop(self):
         """SIGTERM, wait; the exit status (None if it had to be killed)."""
@@ -168,8 +183,10 @@ def encode(*args):
 
 
 class Conn:
-    def __init__(self, port, timeout=5.0):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout)
+    def __init__(self, port, timeout=5.0, host="127.0.0.1", source=None):
+        self.sock = socket.create_connection(
+            (host, port), timeout,
+            source_address=(source, 0) if source else None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
 
@@ -240,9 +257,10 @@ class Conn:
         self.sock.close()
 
 
-def raw_exchange(port, data, timeout=1.0, half_close=False):
+def raw_exchange(port, data, timeout=1.0, half_close=False,
+                 host="127.0.0.1", source=None):
     """Send data on a fresh connection and return all it gets back."""
-    c = Conn(port)
+    c = Conn(port, host=host, source=source)
     try:
         c.send(data)
     except (BrokenPipeError, ConnectionResetError):
@@ -252,6 +270,27 @@ def raw_exchange(port, data, timeout=1.0, half_close=False):
     r = c.read_all(timeout)
     c.close()
     return r
+
+
+def non_loopback_address():
+    """An IPv4 address of this machine that is not on loopback (a
+    connection from it to itself has a non-loopback peer), or None."""
+    try:
+        out = subprocess.run(["hostname", "-I"], capture_output=True,
+                             text=True, timeout=5).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        out = []
+    for a in out:
+        if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", a) and \
+                not a.startswith("127."):
+            try:  # usable: it can be bound
+                s = socket.socket()
+                s.bind((a, 0))
+                s.close()
+                return a
+            except OSError:
+                continue
+    return None
 
 
 def decode(reply):

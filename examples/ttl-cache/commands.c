@@ -7,12 +7,14 @@
  * arity (a positive arity is exact, a negative one a minimum), refuse a
  * command that adds data when memory is over --maxmemory and nothing can
  * be evicted, queue it when the client is in MULTI, else run it.  The
- * commands on keys are in keyspace.c; here are PING, ECHO, SELECT, QUIT,
+ * commands on keys are in keyspace.c, the connection's own (AUTH, HELLO,
+ * CLIENT, RESET) in connection.c; here are PING, ECHO, SELECT, QUIT,
  * INFO, CONFIG GET, COMMAND and MULTI/EXEC/DISCARD.
  */
 #define _GNU_SOURCE /* strnlen */
 #include "cache.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -173,18 +175,8 @@ static void cmd_info(struct client *c, struct arg *a, size_t argc)
 }
 
 /* CONFIG GET: the few parameters clients ask about. */
-static void cmd_config(struct client *c, struct arg *a, size_t argc)
+static void cmd_config_get(struct client *c, struct arg *a, size_t argc)
 {
-    if (!opt_is(&a[1], "GET")) {
-        size_t len = strnlen(a[1].p, a[1].len);
-        out_errorf(c, "ERR unknown subcommand '%.*s'. Try CONFIG HELP.",
-                   (int)(len < 128 ? len : 128), a[1].p);
-        return;
-    }
-    if (argc < 3) {
-        reply_arity(c, "config|get");
-        return;
-    }
     char v[8][32];
     snprintf(v[0], sizeof v[0], "%llu", S.maxmemory);
     snprintf(v[1], sizeof v[1], "%s", policy_name(S.policy));
@@ -193,11 +185,16 @@ static void cmd_config(struct client *c, struct arg *a, size_t argc)
     snprintf(v[4], sizeof v[4], "%llu", S.proto_max_bulk_len);
     snprintf(v[5], sizeof v[5], "%llu", S.query_buffer_limit);
     const char *params[][2] = {
-        {"maxmemory", v[0]},          {"maxmemory-policy", v[1]},
-        {"maxmemory-samples", v[2]},  {"maxclients", v[3]},
-        {"proto-max-bulk-len", v[4]}, {"client-query-buffer-limit", v[5]},
-        {"appendonly", "no"},         {"save", ""},
+        {"maxmemory", v[0]},
+        {"maxmemory-policy", v[1]},
+        {"maxmemory-samples", v[2]},
+        {"maxclients", v[3]},
+        {"proto-max-bulk-len", v[4]},
+        {"client-query-buffer-limit", v[5]},
+        {"appendonly", "no"},
+        {"save", ""},
         {"databases", "1"},
+        {"protected-mode", S.protected_mode ? "yes" : "no"},
     };
     size_t np = sizeof params / sizeof *params;
     bool hit[sizeof params / sizeof *params] = {false};
@@ -215,10 +212,29 @@ static void cmd_config(struct client *c, struct arg *a, size_t argc)
         }
 }
 
+/* COMMAND: no command documentation (an empty list, which redis-cli and
+ * redis-benchmark accept), but COMMAND COUNT is an integer, as clients
+ * expect: the number of commands this server has. */
 static void cmd_command(struct client *c, struct arg *a, size_t argc)
 {
     (void)a, (void)argc;
-    out_array(c, 0); /* no command documentation: clients cope */
+    out_array(c, 0);
+}
+
+static void cmd_command_count(struct client *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_int(c, (long long)command_count());
+}
+
+/* COMMAND DOCS: an empty map; COMMAND INFO: nil (undocumented) for each
+ * name asked about. */
+static void cmd_command_info(struct client *c, struct arg *a, size_t argc)
+{
+    (void)a;
+    out_array(c, (long long)argc - 2);
+    for (size_t i = 2; i < argc; i++)
+        out_str(c, "*-1\r\n");
 }
 
 /* ------------------------------------------------------- transactions */
@@ -293,7 +309,7 @@ static void cmd_discard(struct client *c, struct arg *a, size_t argc)
     out_ok(c);
 }
 
-static const struct command *lookup(const struct arg *name);
+static const struct command *resolve(const struct arg *a, size_t argc);
 
 static void cmd_exec(struct client *c, struct arg *a, size_t argc)
 {
@@ -313,29 +329,59 @@ static void cmd_exec(struct client *c, struct arg *a, size_t argc)
         struct queued *q = &c->queue[i];
         store_tick();
         S.commands++;
-        lookup(&q->argv[0])->fn(c, q->argv, q->argc);
+        resolve(q->argv, q->argc)->fn(c, q->argv, q->argc);
     }
     multi_reset(c);
 }
 
 /* ----------------------------------------------------------- dispatch */
 
-static const struct command server_commands[] = {
-    {"ping", -1, 0, cmd_ping},       {"echo", 2, 0, cmd_echo},
-    {"info", -1, 0, cmd_info},       {"select", 2, 0, cmd_select},
-    {"quit", -1, 0, cmd_quit},       {"config", -2, 0, cmd_config},
-    {"command", -1, 0, cmd_command}, {"multi", 1, 0, cmd_multi},
-    {"exec", 1, 0, cmd_exec},        {"discard", 1, 0, cmd_discard},
+static const struct command command_subs[] = {
+    {"command|count", 2, 0, cmd_command_count, NULL},
+    {"command|docs", -2, 0, cmd_command, NULL},
+    {"command|info", -2, 0, cmd_command_info, NULL},
+    {NULL, 0, 0, NULL, NULL},
 };
+
+static const struct command config_subs[] = {
+    {"config|get", -3, 0, cmd_config_get, NULL},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+static const struct command server_commands[] = {
+    {"ping", -1, 0, cmd_ping, NULL},
+    {"echo", 2, 0, cmd_echo, NULL},
+    {"info", -1, 0, cmd_info, NULL},
+    {"select", 2, 0, cmd_select, NULL},
+    {"quit", -1, CMD_NOAUTH | CMD_NOQUEUE, cmd_quit, NULL},
+    {"config", -2, 0, NULL, config_subs},
+    {"command", -1, 0, cmd_command, command_subs},
+    {"multi", 1, CMD_NOQUEUE, cmd_multi, NULL},
+    {"exec", 1, CMD_NOQUEUE, cmd_exec, NULL},
+    {"discard", 1, CMD_NOQUEUE, cmd_discard, NULL},
+};
+#define N_SERVER_COMMANDS (sizeof server_commands / sizeof *server_commands)
+
+/* `name` is `word` (any case, the same length: a NUL byte does not end
+ * it, as Redis's command table compares whole names).  The first letter
+ * is compared first, inline: names are lower-case letters, `| 0x20`
+ * lowers only A-Z onto them, and most names of the tables differ there,
+ * so a lookup scans the tables for about a third of what strlen() and
+ * strncasecmp() on every entry cost. */
+static bool name_is(const char *name, const struct arg *word)
+{
+    if (word->len == 0 || name[0] != (char)(word->p[0] | 0x20))
+        return false;
+    return strlen(name) == word->len &&
+           strncasecmp(name, word->p, word->len) == 0;
+}
 
 static const struct command *lookup_in(const struct command *t, size_t n,
                                        const struct arg *name)
 {
-    for (size_t i = 0; i < n; i++) {
-        const char *s = t[i].name;
-        if (strlen(s) == name->len && strncasecmp(s, name->p, name->len) == 0)
+    for (size_t i = 0; i < n; i++)
+        if (name_is(t[i].name, name))
             return &t[i];
-    }
     return NULL;
 }
 
@@ -343,10 +389,34 @@ static const struct command *lookup(const struct arg *name)
 {
     const struct command *c =
         lookup_in(keyspace_commands, keyspace_ncommands, name);
-    return c ? c
-             : lookup_in(server_commands,
-                         sizeof server_commands / sizeof *server_commands,
-                         name);
+    if (c == NULL)
+        c = lookup_in(connection_commands, connection_ncommands, name);
+    return c ? c : lookup_in(server_commands, N_SERVER_COMMANDS, name);
+}
+
+/* The subcommand of container `cmd` named by `word`, or NULL. */
+static const struct command *lookup_sub(const struct command *cmd,
+                                        const struct arg *word)
+{
+    for (const struct command *s = cmd->subs; s->name != NULL; s++)
+        if (name_is(strchr(s->name, '|') + 1, word))
+            return s;
+    return NULL;
+}
+
+/* The command a checked request runs (a container's subcommand when it
+ * has one). */
+static const struct command *resolve(const struct arg *a, size_t argc)
+{
+    const struct command *cmd = lookup(&a[0]);
+    if (cmd->subs != NULL && argc >= 2)
+        cmd = lookup_sub(cmd, &a[1]);
+    return cmd;
+}
+
+size_t command_count(void)
+{
+    return keyspace_ncommands + connection_ncommands + N_SERVER_COMMANDS;
 }
 
 /* Redis's unknown-command reply: the name and the first arguments (each
@@ -368,11 +438,48 @@ static void reply_unknown(struct client *c, struct arg *a, size_t argc)
                a[0].p, args);
 }
 
+/* Redis's reply to an unknown subcommand of a container it knows. */
+static void reply_unknown_sub(struct client *c, const struct command *cmd,
+                              const struct arg *sub)
+{
+    char upper[16];
+    size_t i = 0;
+    for (; cmd->name[i] != '\0' && i < sizeof upper - 1; i++)
+        upper[i] = (char)toupper((unsigned char)cmd->name[i]);
+    upper[i] = '\0';
+    size_t len = strnlen(sub->p, sub->len);
+    out_errorf(c, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+               (int)(len < 128 ? len : 128), sub->p, upper);
+}
+
+/* Redis's rejectCommand(): the error, and a transaction in progress
+ * doomed; a refused EXEC discards the transaction at once and says why
+ * (EXECABORT, the reason without its "ERR "), in MULTI or not. */
+static void reject(struct client *c, const struct command *cmd, const char *err)
+{
+    if (cmd->fn == cmd_exec) {
+        multi_reset(c);
+        out_errorf(c, "EXECABORT Transaction discarded because of: %s",
+                   strncmp(err, "ERR ", 4) == 0 ? err + 4 : err);
+        return;
+    }
+    out_error(c, err);
+    c->multi_dirty = c->multi;
+}
+
+/*
+ * The checks run in Redis's order, each refusal marking a MULTI block as
+ * doomed (see reject()): the name (unknown command or subcommand), the arity, then
+ * authentication (only AUTH, HELLO, QUIT and RESET run before it), then
+ * memory; a client in MULTI then queues all but the commands that end or
+ * leave the transaction.
+ */
 void execute(struct client *c, struct arg *a, size_t argc)
 {
     const struct command *cmd = lookup(&a[0]);
     store_tick(); /* one instant per command (expiry runs per loop turn) */
     S.commands++;
+    c->last = NULL;
     if (cmd == NULL) {
         /* Redis reads the name as a C string: stop it at the request's
          * end (args point into a larger buffer). */
@@ -387,19 +494,34 @@ void execute(struct client *c, struct arg *a, size_t argc)
         c->multi_dirty = c->multi;
         return;
     }
+    if (cmd->subs != NULL && argc >= 2) {
+        const struct command *sub = lookup_sub(cmd, &a[1]);
+        if (sub == NULL) {
+            reply_unknown_sub(c, cmd, &a[1]);
+            c->multi_dirty = c->multi;
+            return;
+        }
+        cmd = sub;
+    }
+    c->last = cmd;
     if ((cmd->arity > 0 && (size_t)cmd->arity != argc) ||
         argc < (size_t)(cmd->arity < 0 ? -cmd->arity : 0)) {
-        reply_arity(c, cmd->name);
-        c->multi_dirty = c->multi;
+        char msg[128];
+        snprintf(msg, sizeof msg,
+                 "ERR wrong number of arguments for '%s' command", cmd->name);
+        reject(c, cmd, msg);
+        return;
+    }
+    if (!c->authenticated && !(cmd->flags & CMD_NOAUTH)) {
+        reject(c, cmd, "NOAUTH Authentication required.");
         return;
     }
     if (S.maxmemory > 0 && !store_evict() && (cmd->flags & CMD_DENYOOM)) {
-        out_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
-        c->multi_dirty = c->multi;
+        reject(c, cmd,
+               "OOM command not allowed when used memory > 'maxmemory'.");
         return;
     }
-    if (c->multi && cmd->fn != cmd_exec && cmd->fn != cmd_discard &&
-        cmd->fn != cmd_multi && cmd->fn != cmd_quit) {
+    if (c->multi && !(cmd->flags & CMD_NOQUEUE)) {
         if (!multi_queue(c, a, argc)) {
             c->closing = true; /* past the query buffer limit */
             return;

@@ -4,8 +4,9 @@
 
     diff_redis.py PATH/TO/rota-ttl-cache [--plant-fault NAME]
 
-Starts redis-server (no persistence) and the cache on loopback ports, sends
-both the same commands over RESP and compares the replies byte for byte:
+Starts redis-server (no persistence, one database: --databases 1) and the
+cache on loopback ports, sends both the same commands over RESP and
+compares the replies byte for byte:
   1. scripted cases: malformed and cut requests on fresh connections (the
      whole exchange, up to the server closing), half-close, expiry
      boundaries on the real clock, every command of the subset with edge
@@ -15,7 +16,22 @@ both the same commands over RESP and compares the replies byte for byte:
      binary, CR LF, 300 bytes) and values (integer edges, non-integers),
      with valid and invalid options, relative and absolute expiry times,
      wrong arities, unknown commands, mixed-case names and inline requests
-     with Redis's quoting.  ROTA_TEST_SCALE=small runs fewer steps.
+     with Redis's quoting.  ROTA_TEST_SCALE=small runs fewer steps;
+  3. the connection's commands (HELLO, AUTH without a password, CLIENT
+     SETNAME/GETNAME/ID/INFO/LIST, RESET, COMMAND COUNT, QUIT) with their
+     edges and inside MULTI, and EXEC refused (EXECABORT);
+  4. a second pair started with the same password (redis-server
+     --requirepass, the cache through ROTA_TTL_CACHE_REQUIREPASS): every
+     command before authentication, right and wrong passwords in every
+     form (AUTH pw, AUTH default pw, HELLO 2 AUTH, a prefix, a longer
+     one, another case, a NUL byte, another user), RESET, and Redis's
+     bounds for a client not yet authenticated (10 elements, 16 KiB
+     bulks, replies left unread);
+  5. protected mode, from a non-loopback address of this machine to a
+     pair bound to it (skipped, with the reason, when the machine has no
+     such address): no password (the DENIED error, then the close),
+     --protected-mode no (served), a password (NOAUTH, then served), and
+     a loopback client of a server bound to 0.0.0.0 (served).
 
 Exits 77 (CTest: skipped) when redis-server is not installed.  With
 --plant-fault the cache is started with a deliberate bug and the test
@@ -39,9 +55,23 @@ THE ALLOW-LIST: the only differences accepted, each for a stated reason.
     cache refuses with "-ERR Protocol error: expected CRLF after bulk" and
     closes (running misframed bytes is how injection starts).
   - Not compared at all, because the cache does not pretend to be
-    the rest of Redis: SELECT of a database other than 0 (the cache has
-    one), CONFIG (the cache answers GET for its own few parameters),
-    COMMAND (the cache has no command documentation), memory figures.
+    the rest of Redis: CONFIG GET (the cache answers for its own few
+    parameters), COMMAND and COMMAND INFO/DOCS (the cache has no command
+    documentation), memory figures.  COMMAND COUNT is an integer in
+    both (each server's own number of commands).
+  - Client ids: each server numbers its connections from its own start
+    (CLIENT ID, HELLO's id, CLIENT INFO's id=); they are compared as
+    positive integers, and the cache's are checked on their own: one
+    connection's id is the same in all three, and a later connection's
+    is larger.
+  - CLIENT INFO and LIST: the same fields in the same order; equal values
+    for name, flags, db, sub, psub, ssub, multi, oll, events, cmd, user,
+    redir, resp and the hosts of addr and laddr; integers for the rest
+    (descriptors, ports, ages, buffer sizes are each process's own).
+  - HELLO 3: RESP3 is not implemented; the cache answers "-NOPROTO
+    unsupported protocol version", as Redis does for a version it lacks
+    (Redis answers a RESP3 map, or NOAUTH before authentication).  Sent
+    on a connection of its own, closed after it.
   - Keys whose expiry passed but that Redis has not reclaimed yet still
     count in Redis's DBSIZE, SCAN and KEYS until something touches them
     (Redis 7.0 stores SET ... EXAT <past> and reclaims it lazily); the
@@ -55,10 +85,13 @@ THE ALLOW-LIST: the only differences accepted, each for a stated reason.
 """
 import os
 import random
+import re
+import socket
 import sys
 import time
 
-from cachetest import SKIP, Server, Tally, decode, encode, raw_exchange
+from cachetest import (SKIP, Server, Tally, decode, encode,
+                       non_loopback_address, raw_exchange)
 
 LLONG_MAX = 2**63 - 1
 LLONG_MIN = -2**63
@@ -69,7 +102,7 @@ def main():
     fault = None
     if len(sys.argv) == 4 and sys.argv[2] == "--plant-fault":
         fault = sys.argv[3]
-    redis = Server.redis()
+    redis = Server.redis("--databases", "1")
     if redis is None:
         print("SKIP: redis-server not found (Debian: apt-get install "
               "redis-server); the differential test needs a real one")
@@ -84,10 +117,19 @@ def main():
                                              cache.port), flush=True)
     d = Diff(redis, cache, stop_at_first=fault is not None)
     try:
-        if fault is not None:  # caught by the random part, not the script
+        if fault == "auth":  # a password check: caught by the auth part
+            with_password(d.t, binary, fault)
+        elif fault == "protected":  # no protected mode
+            if not protected_mode(d.t, binary, fault):
+                sys.exit(SKIP)  # (the servers stop below)
+        elif fault is not None:  # caught by the random part, not the script
             randomized(d, random.Random(seed), steps)
-        scripted(d)
-        randomized(d, random.Random(seed), steps)
+        else:
+            scripted(d)
+            randomized(d, random.Random(seed), steps)
+            sessions(d)
+            with_password(d.t, binary, None)
+            protected_mode(d.t, binary)
     except Mismatch:
         pass
     finally:
@@ -108,10 +150,11 @@ class Mismatch(Exception):
 
 
 class Diff:
-    def __init__(self, redis, cache, stop_at_first):
+    def __init__(self, redis, cache, stop_at_first, tally=None, connect=True):
         self.redis, self.cache = redis, cache
-        self.r, self.c = redis.connect(), cache.connect()
-        self.t = Tally()
+        if connect:  # the connection cmd() uses
+            self.r, self.c = redis.connect(), cache.connect()
+        self.t = tally or Tally()
         self.stop_at_first = stop_at_first
         self.compared = 0
 
@@ -147,12 +190,14 @@ class Diff:
             self.fail("%r" % (args,), want, got)
         return want
 
-    def raw(self, data, what, half_close=False):
+    def raw(self, data, what, half_close=False, source=None, compare=None):
         """A whole exchange on fresh connections, up to the close."""
-        want = raw_exchange(self.redis.port, data, 0.5, half_close)
-        got = raw_exchange(self.cache.port, data, 0.5, half_close)
+        want = raw_exchange(self.redis.port, data, 0.5, half_close,
+                            self.redis.host, source)
+        got = raw_exchange(self.cache.port, data, 0.5, half_close,
+                           self.cache.host, source)
         self.compared += 1
-        if want == got:
+        if compare(want, got) if compare else want == got:
             self.t.passed += 1
         else:
             self.fail(what, want, got)
@@ -248,6 +293,75 @@ def expiretime(want, got):
             decode(got) == LLONG_MAX // 1000 + 1:
         return True
     return within(1)(want, got)
+
+
+def integer(want, got):
+    """Both integers (COMMAND COUNT: each server's own number)."""
+    a, b = decode(want), decode(got)
+    return type(a) is int and type(b) is int and a > 0 and b > 0
+
+
+def hello(want, got):
+    """HELLO's map, the same apart from the client id's value."""
+    a, b = decode(want), decode(got)
+    if not (isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+            and b"id" in a):
+        return want == got
+    i = a.index(b"id") + 1
+    return (a[:i] == b[:i] and a[i + 1:] == b[i + 1:] and
+            type(b[i]) is int and b[i] > 0)
+
+
+def hello3(want, got):
+    """HELLO 3 (allow-listed): the cache's NOPROTO for Redis's NOAUTH."""
+    return (want.startswith(b"-NOAUTH HELLO must be called") and
+            got == b"-NOPROTO unsupported protocol version\r\n")
+
+
+INFO_EXACT = {"name", "flags", "db", "sub", "psub", "ssub", "multi", "oll",
+              "events", "cmd", "user", "redir", "resp"}
+
+
+def client_fields(line):
+    return [tuple(f.split("=", 1) + [""])[:2] for f in line.split(" ")
+            if line]
+
+
+def client_lines(want, got):
+    """CLIENT INFO and LIST: the fields of the allow-list."""
+    a, b = decode(want), decode(got)
+    if not (isinstance(a, bytes) and isinstance(b, bytes)):
+        return want == got
+    return same_client_text(a, b)
+
+
+def exec_client_info(want, got):
+    """EXEC of [a command, CLIENT INFO]."""
+    a, b = decode(want), decode(got)
+    return (isinstance(a, list) and isinstance(b, list) and len(a) == 2 and
+            len(b) == 2 and a[0] == b[0] and isinstance(a[1], bytes) and
+            isinstance(b[1], bytes) and same_client_text(a[1], b[1]))
+
+
+def same_client_text(a, b):
+    la, lb = a.decode("latin1").split("\n"), b.decode("latin1").split("\n")
+    if len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb):
+        fx, fy = client_fields(x), client_fields(y)
+        if [k for k, _ in fx] != [k for k, _ in fy]:
+            return False
+        for (k, v), (_, w) in zip(fx, fy):
+            if k in INFO_EXACT:
+                if v != w:
+                    return False
+            elif k in ("addr", "laddr"):
+                if v.rsplit(":", 1)[0] != w.rsplit(":", 1)[0] or \
+                        not w.rsplit(":", 1)[1].isdigit():
+                    return False
+            elif k and not re.fullmatch(r"-?\d+", w):
+                return False
+    return True
 
 
 TIMED = {"TTL": within(1), "EXPIRETIME": expiretime, "PTTL": within(500),
@@ -365,8 +479,10 @@ def scripted(d):
         ("ECHO",), ("GET",), ("GET", "a", "b"), ("SET", "a"), ("DBSIZE", "x"),
         ("TTL",), ("MGET",), ("SCAN",), ("TYPE", "a", "b"),
         ("FLUSHDB", "BOGUS"), ("FLUSHDB", "ASYNC", "x"), ("FLUSHALL", "SYNCX"),
-        ("SELECT", 0), ("SELECT", "abc"), ("SELECT", "-1"),
-        ("SELECT", 99999999999), ("SELECT", "9" * 30),
+        ("SELECT", 0), ("SELECT", "abc"), ("SELECT", "-1"), ("SELECT", 1),
+        ("SELECT", 15), ("SELECT", "00"), ("SELECT", 2**31), ("SELECT", -2**31),
+        ("SELECT", 99999999999), ("SELECT", "9" * 30), ("SELECT", 0, 1),
+        ("CONFIG",), ("CONFIG", "BOGUS"), ("CONFIG", "GET"),
         ("FOO",), ("FOO", "a", "b"), ("foo", "x" * 200), ("F\x00OO", "a\x00b"),
         ("x" * 300,), ("", ""), ("FOO", *["arg%d" % i for i in range(50)]),
         ("CONFIGX",),
@@ -380,7 +496,9 @@ def scripted(d):
         ("DISCARD",), ("GET", "tx"), ("MULTI",), ("EXEC",), ("MULTI",),
         ("SET", "tx", "3"), ("FOO",), ("EXEC",), ("GET", "tx"), ("MULTI",),
         ("GET",), ("INCR", "tx"), ("EXEC",), ("MULTI",), ("SET", "tx", "x"),
-        ("INCR", "tx"), ("GET", "tx"), ("EXEC",)]
+        ("INCR", "tx"), ("GET", "tx"), ("EXEC",), ("EXEC", "x"), ("MULTI",),
+        ("EXEC", "x"), ("EXEC",), ("MULTI",), ("SET", "tx", "y"),
+        ("DISCARD", "x"), ("MULTI", "x"), ("EXEC", "x"), ("GET", "tx")]
     for args in script:
         name = args[0].upper() if isinstance(args[0], str) else ""
         d.cmd(*args, compare=TIMED.get(name))
@@ -556,6 +674,237 @@ def randomized(d, rnd, steps):
         if step % 5000 == 4999:
             d.cmd(rnd.choice(["FLUSHDB", "FLUSHALL"]),
                   *rnd.choice([[], ["SYNC"], ["ASYNC"], ["BOGUS"]]))
+
+
+
+# ------------------------------------------------------ connection part
+def check_ids(t, cache):
+    """The cache's client ids (not compared with Redis's): one connection
+    has one id in CLIENT ID, HELLO and CLIENT INFO; a later one a larger
+    id; CLIENT LIST ID finds it."""
+    a, b = cache.connect(), cache.connect()
+    ida, idb = decode(a.call("CLIENT", "ID")), decode(b.call("CLIENT", "ID"))
+    t.check(type(ida) is int and type(idb) is int and 0 < ida < idb,
+            "client ids grow: %r then %r" % (ida, idb))
+    h = decode(a.call("HELLO", "2"))
+    t.equal(h[h.index(b"id") + 1], ida, "HELLO's id is CLIENT ID's")
+    info = decode(a.call("CLIENT", "INFO")).decode()
+    t.check(info.startswith("id=%d " % ida), "CLIENT INFO's id: %r" % info)
+    lst = decode(a.call("CLIENT", "LIST", "ID", idb, ida)).decode()
+    t.check(lst.startswith("id=%d " % idb) and "\nid=%d " % ida in lst,
+            "CLIENT LIST ID lists both, in the order asked: %r" % lst)
+    a.close()
+    b.close()
+
+
+def sessions(d):
+    """The connection's commands, without a password."""
+    d.reconnect()
+    for args in [
+            ("HELLO",), ("HELLO", 2), ("hello", "2", "setname", "app"),
+            ("CLIENT", "GETNAME"), ("HELLO", "4"), ("HELLO", "1"),
+            ("HELLO", "abc"), ("HELLO", "02"), ("HELLO", "2", "SETNAME"),
+            ("HELLO", "2", "AUTH", "default"), ("HELLO", "2", "FOO"),
+            ("HELLO", "2", "AUTH", "default", "anything"),
+            ("HELLO", "2", "AUTH", "bob", "x"), ("HELLO", "2", "x\r\ny"),
+            ("HELLO", "2", "F" * 2000), ("HELLO", "2", "SETNAME", "a b"),
+            ("HELLO", "2", "SETNAME", "ok", "BOGUS"), ("CLIENT", "GETNAME"),
+            ("AUTH",), ("AUTH", "x"), ("AUTH", "default", "x"),
+            ("AUTH", "Default", "x"), ("AUTH", "", ""), ("AUTH", "a", "b", "c"),
+            ("CLIENT",), ("CLIENT", "FOO"), ("client", "bar\x00baz"),
+            ("CLIENT", "F" * 300), ("CLIENT", "SETNAME"),
+            ("CLIENT", "SETNAME", "a", "b"), ("CLIENT", "SETNAME", "a b"),
+            ("CLIENT", "SETNAME", "a\nb"), ("CLIENT", "SETNAME", "\xe9"),
+            ("CLIENT", "SETNAME", "x\x00"), ("CLIENT", "SETNAME", "~!"),
+            ("CLIENT", "GETNAME"), ("CLIENT", "SETNAME", ""),
+            ("CLIENT", "GETNAME"), ("CLIENT", "GETNAME", "x"),
+            ("CLIENT", "ID", "x"), ("CLIENT", "INFO", "x"),
+            ("CLIENT", "SETNAME", "worker-1"), ("CLIENT", "LIST", "TYPE", "master"),
+            ("CLIENT", "LIST", "TYPE", "replica"), ("CLIENT", "LIST", "TYPE", "slave"),
+            ("CLIENT", "LIST", "TYPE", "pubsub"), ("CLIENT", "LIST", "TYPE", "bogus"),
+            ("CLIENT", "LIST", "TYPE", "x\r\ny"), ("CLIENT", "LIST", "TYPE"),
+            ("CLIENT", "LIST", "TYPE", "normal", "x"), ("CLIENT", "LIST", "ID"),
+            ("CLIENT", "LIST", "ID", "x"), ("CLIENT", "LIST", "ID", "1", "x"),
+            ("CLIENT", "LIST", "ID", 0), ("CLIENT", "LIST", "ID", -5),
+            ("CLIENT", "LIST", "ID", 99999), ("CLIENT", "LIST", "BOGUS"),
+            ("COMMAND", "FOO"), ("COMMAND", "COUNT", "x"), ("RESET", "x"),
+            ("SELECT", 0), ("SELECT", 1)]:
+        d.cmd(*args, compare=hello if args[0].upper() == "HELLO" else None)
+    d.cmd("COMMAND", "COUNT", compare=integer)
+    d.cmd("CLIENT", "ID", compare=integer)
+    for args in [("CLIENT", "INFO"), ("CLIENT", "LIST"),
+                 ("CLIENT", "LIST", "TYPE", "normal"),
+                 ("CLIENT", "LIST", "TYPE", "NORMAL")]:
+        d.cmd(*args, compare=client_lines)
+    # RESET: the name goes, a transaction is discarded
+    d.cmd("MULTI")
+    d.cmd("SET", "rk", "1")
+    d.cmd("CLIENT", "SETNAME", "inmulti")
+    d.cmd("CLIENT", "INFO")  # queued
+    d.cmd("RESET")
+    d.cmd("EXEC")
+    d.cmd("GET", "rk")
+    d.cmd("CLIENT", "GETNAME")
+    d.cmd("CLIENT", "INFO", compare=client_lines)
+    # inside MULTI: queued and run by EXEC (HELLO, AUTH, CLIENT)
+    for args in [("MULTI",), ("CLIENT", "SETNAME", "tx"), ("HELLO", "2"),
+                 ("AUTH", "x"), ("AUTH", "default", "x"), ("CLIENT", "GETNAME"),
+                 ("COMMAND", "FOO"), ("EXEC",), ("MULTI",),
+                 ("CLIENT", "SETNAME", "tx2"), ("CLIENT", "GETNAME"),
+                 ("EXEC",), ("MULTI",), ("SET", "q", "1"), ("CLIENT", "INFO")]:
+        d.cmd(*args, compare=hello if args[0] == "EXEC" else None)
+    d.cmd("EXEC", compare=exec_client_info)
+    d.cmd("CLIENT", "GETNAME")
+    d.raw(b"MULTI\r\nSET q 2\r\nQUIT\r\nPING\r\n", "QUIT inside MULTI")
+    d.cmd("GET", "q")
+    # HELLO 3 (allow-listed): a connection of its own, as Redis's answer
+    # switches that connection to RESP3
+    c = d.cache.connect()
+    d.t.equal(c.call("HELLO", "3"), b"-NOPROTO unsupported protocol "
+              b"version\r\n", "HELLO 3 (RESP3 is not implemented)")
+    d.t.equal(c.call("PING"), b"+PONG\r\n", "RESP2 after HELLO 3")
+    c.close()
+    check_ids(d.t, d.cache)
+
+
+PASSWORD = "pa ss:word\xe9-42"  # a space, a colon, a UTF-8 letter
+
+
+def noauth_commands():
+    """Every command of the cache's subset with a valid arity."""
+    return [("GET", "k"), ("SET", "k", "v"), ("SETNX", "k", "v"),
+            ("SETEX", "k", 10, "v"), ("PSETEX", "k", 10, "v"),
+            ("GETSET", "k", "v"), ("GETEX", "k"), ("GETDEL", "k"),
+            ("MGET", "k"), ("MSET", "k", "v"), ("APPEND", "k", "v"),
+            ("STRLEN", "k"), ("INCR", "k"), ("DECR", "k"), ("INCRBY", "k", 1),
+            ("DECRBY", "k", 1), ("DEL", "k"), ("UNLINK", "k"), ("EXISTS", "k"),
+            ("TYPE", "k"), ("TTL", "k"), ("PTTL", "k"), ("EXPIRETIME", "k"),
+            ("PEXPIRETIME", "k"), ("EXPIRE", "k", 10), ("PEXPIRE", "k", 10),
+            ("EXPIREAT", "k", 10), ("PEXPIREAT", "k", 10), ("PERSIST", "k"),
+            ("SCAN", 0), ("KEYS", "*"), ("DBSIZE",), ("FLUSHDB",),
+            ("FLUSHALL",), ("PING",), ("PING", "x"), ("ECHO", "x"), ("INFO",),
+            ("SELECT", 0), ("SELECT", 1), ("CONFIG", "GET", "*"), ("COMMAND",),
+            ("COMMAND", "COUNT"), ("COMMAND", "DOCS"), ("MULTI",), ("EXEC",),
+            ("DISCARD",), ("CLIENT", "ID"), ("CLIENT", "SETNAME", "x"),
+            ("CLIENT", "GETNAME"), ("CLIENT", "INFO"), ("CLIENT", "LIST"),
+            ("HELLO",), ("HELLO", 2), ("HELLO", 2, "SETNAME", "x")]
+
+
+def password_script(pw):
+    wrong = [pw[:-1], pw[:1], "", pw + "x", pw.upper(), pw[:-1] + "3",
+             "x" + pw[1:], pw + "\x00", "\x00" + pw, "s3cret"]
+    script = [("AUTH",), ("GET",), ("FOO", "x"), ("CLIENT", "FOO"),
+              ("CLIENT", "SETNAME"), ("COMMAND", "FOO"), ("CONFIG", "FOO")]
+    script += noauth_commands()
+    script += [("EXEC", "x"), ("MULTI", "x"), ("RESET",)]
+    for w in wrong:
+        script += [("AUTH", w), ("AUTH", "default", w),
+                   ("HELLO", 2, "AUTH", "default", w), ("PING",)]
+    script += [("AUTH", "bob", pw), ("AUTH", "DEFAULT", pw), ("AUTH", "", pw),
+               ("HELLO", 2, "AUTH", "bob", pw), ("AUTH", pw, "x"),
+               ("AUTH", "a", "b", "c"), ("HELLO", "3"),
+               ("HELLO", 2, "SETNAME", "early"), ("HELLO", 2, "AUTH", "default"),
+               ("HELLO", 2, "SETNAME", "a b", "AUTH", "default", pw), ("PING",),
+               ("HELLO", 2, "AUTH", "default", pw, "BOGUS"), ("PING",),
+               ("HELLO", 2, "AUTH", "default", pw, "SETNAME", "a b"),
+               ("PING",), ("CLIENT", "GETNAME"), ("RESET",), ("PING",),
+               ("AUTH", pw), ("PING",), ("AUTH", "wrong"), ("PING",),
+               ("AUTH", "default", pw), ("SET", "k", "v"), ("GET", "k"),
+               ("RESET",), ("GET", "k"), ("AUTH", "default", pw),
+               ("MULTI",), ("AUTH", "wrong"), ("RESET",), ("EXEC",), ("GET", "k"),
+               ("HELLO", 2, "AUTH", "default", pw, "SETNAME", "app"),
+               ("CLIENT", "GETNAME"), ("RESET",), ("CLIENT", "GETNAME"),
+               ("QUIT",)]
+    return script
+
+
+def with_password(t, binary, fault):
+    """Part 4: a pair that requires the same password."""
+    pw = PASSWORD
+    redis = Server.redis("--databases", "1", "--requirepass", pw)
+    flags = ["--plant-fault", fault] if fault else []
+    cache = Server.cache(binary, *flags,
+                         env={"ROTA_TTL_CACHE_REQUIREPASS": pw})
+    d = Diff(redis, cache, fault is not None, t)
+    try:
+        for args in password_script(pw):
+            if args[0] == "QUIT":
+                d.reconnect()
+                continue
+            d.cmd(*args, compare=hello3 if args[:2] == ("HELLO", "3") else
+                  hello if args[0] == "HELLO" else None)
+        # inline AUTH, and a whole unauthenticated exchange up to QUIT
+        d.raw(b'AUTH "' + pw.encode() + b'"\r\nGET k\r\nQUIT\r\n',
+              "inline AUTH")
+        d.raw(b"GET k\r\nAUTH x\r\nQUIT\r\n", "NOAUTH then QUIT")
+        # Redis's bounds for a client not yet authenticated
+        d.raw(encode("DEL", *["k"] * 9), "unauthenticated: 10 elements")
+        d.raw(encode("DEL", *["k"] * 10), "unauthenticated: 11 elements")
+        d.raw(encode("ECHO", "e" * 16384), "unauthenticated: a 16 KiB bulk")
+        d.raw(b"*2\r\n$4\r\nECHO\r\n$16385\r\n" + b"e" * 16385 + b"\r\n",
+              "unauthenticated: a 16 KiB + 1 bulk")
+        d.raw(encode("AUTH", pw) + encode("DEL", *["k"] * 100) +
+              encode("ECHO", "e" * 100000), "authenticated: no such bounds")
+        d.raw(encode("PING") * 1000, "unauthenticated: 34 KB of replies "
+              "left unread (closed; what was sent first may differ)",
+              compare=lambda w, g: not w.endswith(b"<open>") and
+              not g.endswith(b"<open>"))
+    finally:
+        status = cache.stop()
+        redis.stop()
+    if fault is None:
+        t.equal(status, 0, "password cache's exit status after SIGTERM")
+
+
+def protected_mode(t, binary, fault=None):
+    """Part 5: protected mode, from a non-loopback address.  (A refused
+    client is sent nothing: the server closes with its input unread,
+    which resets the connection, and a reset can overtake the DENIED
+    text; Redis and the cache alike.)"""
+    addr = non_loopback_address()
+    if addr is None:
+        print("protected mode part skipped: this machine has no IPv4 "
+              "address off loopback to connect from (hostname -I)")
+        return False
+    print("protected mode: clients from %s" % addr, flush=True)
+    flags = ("--plant-fault", fault) if fault else ()
+    pw = "pm-secret"
+    pairs = [
+        ("no password", ("--databases", "1"), (), {}, addr),
+        ("protected-mode no", ("--databases", "1", "--protected-mode", "no"),
+         ("--protected-mode", "no"), {}, addr),
+        ("a password", ("--databases", "1", "--requirepass", pw),
+         ("--requirepass", pw), {}, addr),
+        ("bound to 0.0.0.0, loopback client", ("--databases", "1"), (), {},
+         "0.0.0.0"),
+    ]
+    for what, rflags, cflags, env, bind in pairs:
+        redis = Server.redis(*rflags, bind=bind)
+        cache = Server.cache(binary, "--bind", bind, *cflags, *flags,
+                             env=env)
+        src = addr if bind != "0.0.0.0" else "127.0.0.1"
+        d = Diff(redis, cache, False, t, connect=False)
+        try:
+            if what == "no password":
+                d.raw(b"", "%s: connect and say nothing" % what, source=src)
+            else:
+                d.raw(encode("PING") + encode("AUTH", pw) + encode("PING") +
+                      encode("SET", "k", "v") + encode("GET", "k") +
+                      encode("QUIT"), "%s: PING, AUTH, PING, SET, GET" % what,
+                      source=src)
+        except Mismatch:
+            pass
+        if what == "no password":
+            warn = cache.stderr()
+            t.check("warning" in warn and "without a password" in warn and
+                    "protected mode refuses" in warn,
+                    "a warning at start: %r" % warn)
+        if what == "protected-mode no":
+            t.check("anyone who can reach" in cache.stderr(),
+                    "a warning at start without protected mode")
+        t.equal(cache.stop(), 0, "%s: cache's exit status" % what)
+        redis.stop()
+    return True
 
 
 if __name__ == "__main__":

@@ -272,16 +272,10 @@ static void cmd_append(struct client *c, struct arg *a, size_t argc)
             c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
         return;
     }
-    char *buf = malloc(old + a[2].len + 1);
-    if (buf == NULL) {
-        oom(c);
-        return;
-    }
-    if (old > 0)
-        memcpy(buf, value_bytes(v), old);
-    memcpy(buf + old, a[2].p, a[2].len);
-    v = store_set(a[1].p, a[1].len, buf, old + a[2].len, NO_EXPIRE, true);
-    free(buf);
+    if (v == NULL)
+        v = store_set(a[1].p, a[1].len, a[2].p, a[2].len, NO_EXPIRE, false);
+    else
+        v = store_append(v, a[2].p, a[2].len);
     if (v == NULL)
         oom(c);
     else
@@ -646,40 +640,40 @@ static void cmd_keys(struct client *c, struct arg *a, size_t argc)
 
 /* Most used first: the lookup is a scan. */
 const struct command keyspace_commands[] = {
-    {"get", 2, 0, cmd_get},
-    {"set", -3, CMD_DENYOOM, cmd_set},
-    {"incr", 2, CMD_DENYOOM, cmd_incr},
-    {"mset", -3, CMD_DENYOOM, cmd_mset},
-    {"mget", -2, 0, cmd_mget},
-    {"del", -2, 0, cmd_del},
-    {"expire", -3, 0, cmd_expire},
-    {"ttl", 2, 0, cmd_ttl},
-    {"pttl", 2, 0, cmd_pttl},
-    {"exists", -2, 0, cmd_exists},
-    {"incrby", 3, CMD_DENYOOM, cmd_incrby},
-    {"decr", 2, CMD_DENYOOM, cmd_decr},
-    {"decrby", 3, CMD_DENYOOM, cmd_decrby},
-    {"setex", 4, CMD_DENYOOM, cmd_setex},
-    {"psetex", 4, CMD_DENYOOM, cmd_psetex},
-    {"setnx", 3, CMD_DENYOOM, cmd_setnx},
-    {"getset", 3, CMD_DENYOOM, cmd_getset},
-    {"getex", -2, 0, cmd_getex},
-    {"getdel", 2, 0, cmd_getdel},
-    {"append", 3, CMD_DENYOOM, cmd_append},
-    {"strlen", 2, 0, cmd_strlen},
-    {"unlink", -2, 0, cmd_del},
-    {"type", 2, 0, cmd_type},
-    {"pexpire", -3, 0, cmd_pexpire},
-    {"expireat", -3, 0, cmd_expireat},
-    {"pexpireat", -3, 0, cmd_pexpireat},
-    {"expiretime", 2, 0, cmd_expiretime},
-    {"pexpiretime", 2, 0, cmd_pexpiretime},
-    {"persist", 2, 0, cmd_persist},
-    {"scan", -2, 0, cmd_scan},
-    {"keys", 2, 0, cmd_keys},
-    {"dbsize", 1, 0, cmd_dbsize},
-    {"flushdb", -1, 0, cmd_flushdb},
-    {"flushall", -1, 0, cmd_flushdb},
+    {"get", 2, 0, cmd_get, NULL},
+    {"set", -3, CMD_DENYOOM, cmd_set, NULL},
+    {"incr", 2, CMD_DENYOOM, cmd_incr, NULL},
+    {"mset", -3, CMD_DENYOOM, cmd_mset, NULL},
+    {"mget", -2, 0, cmd_mget, NULL},
+    {"del", -2, 0, cmd_del, NULL},
+    {"expire", -3, 0, cmd_expire, NULL},
+    {"ttl", 2, 0, cmd_ttl, NULL},
+    {"pttl", 2, 0, cmd_pttl, NULL},
+    {"exists", -2, 0, cmd_exists, NULL},
+    {"incrby", 3, CMD_DENYOOM, cmd_incrby, NULL},
+    {"decr", 2, CMD_DENYOOM, cmd_decr, NULL},
+    {"decrby", 3, CMD_DENYOOM, cmd_decrby, NULL},
+    {"setex", 4, CMD_DENYOOM, cmd_setex, NULL},
+    {"psetex", 4, CMD_DENYOOM, cmd_psetex, NULL},
+    {"setnx", 3, CMD_DENYOOM, cmd_setnx, NULL},
+    {"getset", 3, CMD_DENYOOM, cmd_getset, NULL},
+    {"getex", -2, 0, cmd_getex, NULL},
+    {"getdel", 2, 0, cmd_getdel, NULL},
+    {"append", 3, CMD_DENYOOM, cmd_append, NULL},
+    {"strlen", 2, 0, cmd_strlen, NULL},
+    {"unlink", -2, 0, cmd_del, NULL},
+    {"type", 2, 0, cmd_type, NULL},
+    {"pexpire", -3, 0, cmd_pexpire, NULL},
+    {"expireat", -3, 0, cmd_expireat, NULL},
+    {"pexpireat", -3, 0, cmd_pexpireat, NULL},
+    {"expiretime", 2, 0, cmd_expiretime, NULL},
+    {"pexpiretime", 2, 0, cmd_pexpiretime, NULL},
+    {"persist", 2, 0, cmd_persist, NULL},
+    {"scan", -2, 0, cmd_scan, NULL},
+    {"keys", 2, 0, cmd_keys, NULL},
+    {"dbsize", 1, 0, cmd_dbsize, NULL},
+    {"flushdb", -1, 0, cmd_flushdb, NULL},
+    {"flushall", -1, 0, cmd_flushdb, NULL},
 };
 const size_t keyspace_ncommands =
     sizeof keyspace_commands / sizeof *keyspace_commands;

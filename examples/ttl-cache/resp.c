@@ -547,6 +547,8 @@ enum parse parse_request(struct client *c)
         if (!string_to_ll(in + c->qpos + 1, (size_t)cr - c->qpos - 1, &ll) ||
             ll > INT_MAX)
             return protocol_error(c, "invalid multibulk length");
+        if (ll > UNAUTH_MAX_ARGS && !c->authenticated)
+            return protocol_error(c, "unauthenticated multibulk length");
         c->ppos = (size_t)cr + 2;
         if (ll <= 0) /* an empty request: nothing to run */
             return PARSE_DONE;
@@ -573,6 +575,8 @@ enum parse parse_request(struct client *c)
                               &ll) ||
                 ll < 0 || (unsigned long long)ll > S.proto_max_bulk_len)
                 return protocol_error(c, "invalid bulk length");
+            if (ll > UNAUTH_MAX_BULK && !c->authenticated)
+                return protocol_error(c, "unauthenticated bulk length");
             c->ppos = (size_t)cr + 2;
             c->bulk_len = ll;
         }

@@ -2,15 +2,19 @@
 /*
  * server.c - rota-ttl-cache: options, the event loop, clients.
  *
- *   rota-ttl-cache [--port N] [--max-clients N]
+ *   rota-ttl-cache [--bind ADDR] [--port N] [--requirepass PASSWORD]
+ *                  [--protected-mode yes|no] [--max-clients N]
  *                  [--proto-max-bulk-len BYTES]
  *                  [--client-query-buffer-limit BYTES]
  *                  [--maxmemory BYTES] [--maxmemory-policy NAME]
- *                  [--maxmemory-samples N]
+ *                  [--maxmemory-samples N] [--help]
  *
- * A small in-memory key-value server speaking the Redis protocol on
- * 127.0.0.1, its keys' expiry driven by rota/keyed.h (store.c).  BYTES
- * take Redis's units: 100, 10k (10,000), 10kb (10,240), 5mb, 1gb.
+ * A small in-memory key-value server speaking the Redis protocol on one
+ * IPv4 address (127.0.0.1 unless --bind says otherwise), its keys' expiry
+ * driven by rota/keyed.h (store.c).  BYTES take Redis's units: 100, 10k
+ * (10,000), 10kb (10,240), 5mb, 1gb.  A bad flag or value is named in a
+ * one-line error and exits 2; a listen error names the address and port
+ * and exits 1.
  *
  * THE LOOP
  *   One thread, one level-triggered epoll set.  Each turn of the loop reads
@@ -65,11 +69,20 @@
  *   doubling to 1 s, has passed: a level-triggered listener that cannot
  *   accept would otherwise wake the loop at once, forever, and burn a core.
  *
- * Loopback only: it binds 127.0.0.1.  SIGINT or SIGTERM frees everything
- * and exits 0.
+ * ACCESS
+ *   --requirepass (or, kept out of `ps`, the environment variable
+ *   ROTA_TTL_CACHE_REQUIREPASS) sets the password clients must give with
+ *   AUTH or HELLO (connection.c).  The flag's value is wiped from argv as
+ *   soon as it is read, but it is visible until then: the environment is
+ *   the safe way.  Protected mode (on unless --protected-mode no) refuses
+ *   clients not on loopback while no password is set; listening beyond
+ *   loopback without a password prints a warning at start.
+ *
+ * SIGINT or SIGTERM frees everything and exits 0.
  */
 #define _GNU_SOURCE /* accept4 */
 #include "cache.h"
+#include "cli.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -173,6 +186,7 @@ static void client_close(struct client *c)
     free(c->out);
     free(c->argv);
     free(c->inline_buf);
+    free(c->name);
     multi_reset(c);
     free(c);
     S.clients--;
@@ -209,6 +223,12 @@ static void process_input(struct client *c, unsigned *budget)
             execute(c, c->argv, c->argc);
         request_done(c);
         (*budget)--;
+        if (!c->authenticated && c->out_len - c->out_off > UNAUTH_MAX_OUTPUT) {
+            /* It sends without reading, and has not authenticated: drop
+             * it and its replies, as Redis does. */
+            c->out_len = c->out_off = 0;
+            c->closing = true;
+        }
     }
     if (c->qpos > 0) { /* drop what has been served */
         memmove(c->in, c->in + c->qpos, c->in_len - c->qpos);
@@ -297,6 +317,7 @@ static bool read_once(struct client *c)
     }
     c->in_len += (size_t)n;
     c->more_in = (size_t)n == want;
+    c->active_tick = S.now_tick;
     return true;
 }
 
@@ -357,13 +378,19 @@ static void client_turn(struct client *c, bool readable)
     update_events(c);
 }
 
-static void refuse(int fd)
+/* Tell a client why it is refused and close it (a new socket's buffer
+ * takes the whole text). */
+static void refuse_with(int fd, const char *msg)
 {
-    static const char msg[] = "-ERR max number of clients reached\r\n";
-    ssize_t ignored = write(fd, msg, sizeof msg - 1);
+    ssize_t ignored = write(fd, msg, strlen(msg));
     (void)ignored;
     close(fd);
     S.rejected++;
+}
+
+static void refuse(int fd)
+{
+    refuse_with(fd, "-ERR max number of clients reached\r\n");
 }
 
 /* accept() is out of descriptors: refuse the waiting client with the
@@ -388,7 +415,10 @@ static void accept_clients(void)
     if (S.reserve_fd < 0) /* lost when descriptors ran out: take it back */
         S.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     for (int i = 0; i < 1000; i++) { /* then let the clients run */
-        int fd = accept4(S.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_in peer = {0}, local = {0};
+        socklen_t plen = sizeof peer, llen = sizeof local;
+        int fd = accept4(S.listen_fd, (struct sockaddr *)&peer, &plen,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR)
                 continue;
@@ -405,6 +435,11 @@ static void accept_clients(void)
             refuse(fd);
             continue;
         }
+        if (protected_refuses(&peer)) { /* Redis's order: after maxclients */
+            refuse_with(fd, denied_error);
+            continue;
+        }
+        getsockname(fd, (struct sockaddr *)&local, &llen);
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct client *c = calloc(1, sizeof *c);
@@ -415,6 +450,11 @@ static void accept_clients(void)
             continue;
         }
         c->fd = fd;
+        c->id = ++S.next_client_id;
+        c->peer = peer;
+        c->local = local;
+        c->created_tick = c->active_tick = S.now_tick;
+        client_auth_reset(c);
         c->bulk_len = -1;
         c->events = EPOLLIN;
         c->next = S.clients_list;
@@ -433,27 +473,48 @@ static void on_signal(int sig)
     S.stop = 1;
 }
 
-static int listen_loopback(int port)
+static bool on_loopback(struct in_addr a)
+{
+    return (ntohl(a.s_addr) >> 24) == 127;
+}
+
+/* Listen on --bind and --port, or exit with the reason, the address and
+ * the port. */
+static int listen_on(void)
 {
     struct sockaddr_in addr = {.sin_family = AF_INET,
-                               .sin_port = htons((uint16_t)port),
-                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+                               .sin_port = htons((uint16_t)S.port),
+                               .sin_addr = S.bind_addr};
     socklen_t alen = sizeof addr;
     int one = 1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
     if (fd < 0)
-        return -1;
+        cli_listen_die(&addr, errno);
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-        listen(fd, 511) != 0 ||
-        getsockname(fd, (struct sockaddr *)&addr, &alen) != 0) {
-        close(fd);
-        return -1;
-    }
+        listen(fd, 511) != 0)
+        cli_listen_die(&addr, errno);
+    if (getsockname(fd, (struct sockaddr *)&addr, &alen) != 0)
+        cli_listen_die(&addr, errno);
     S.port = ntohs(addr.sin_port);
-    printf("rota-ttl-cache listening on 127.0.0.1:%d\n", S.port);
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &S.bind_addr, ip, sizeof ip);
+    printf("rota-ttl-cache listening on %s:%d\n", ip, S.port);
     fflush(stdout);
+    if (!on_loopback(S.bind_addr) && S.requirepass == NULL)
+        fprintf(stderr,
+                S.protected_mode
+                    ? "rota-ttl-cache: warning: listening on %s:%d without a "
+                      "password: protected mode refuses every client not on "
+                      "loopback (set a password with "
+                      "ROTA_TTL_CACHE_REQUIREPASS or --requirepass to serve "
+                      "them)\n"
+                    : "rota-ttl-cache: warning: listening on %s:%d without a "
+                      "password and with protected mode off: anyone who can "
+                      "reach this port can read, change and delete every "
+                      "key\n",
+                ip, S.port);
     return fd;
 }
 
@@ -491,20 +552,38 @@ static bool fit_descriptor_limit(void)
     return true;
 }
 
-static void usage(void)
+static void usage(FILE *to)
 {
-    fprintf(stderr,
-            "usage: rota-ttl-cache [--port N (0: any free port)]\n"
-            "         [--max-clients N (10000)]\n"
-            "         [--proto-max-bulk-len BYTES (512mb)]\n"
-            "         [--client-query-buffer-limit BYTES (1gb)]\n"
-            "         [--maxmemory BYTES (0: no limit)]\n"
-            "         [--maxmemory-policy noeviction | allkeys-lru |\n"
-            "              allkeys-random | volatile-lru | volatile-random |\n"
-            "              volatile-ttl]\n"
-            "         [--maxmemory-samples N (5)]\n"
-            "BYTES: 100, 10k, 10kb, 5mb, 1gb (k = 1000, kb = 1024)\n");
-    exit(2);
+    fprintf(
+        to,
+        "usage: rota-ttl-cache [options]\n"
+        "A Redis-protocol TTL cache on rota's keyed timers.\n"
+        "\n"
+        "  --bind ADDR             IPv4 address to listen on (default "
+        "127.0.0.1;\n"
+        "                          0.0.0.0: every interface)\n"
+        "  --port N                TCP port (default 6380; 0: any free port,\n"
+        "                          printed on the first line of output)\n"
+        "  --requirepass PASSWORD  clients must AUTH with it (default: none);"
+        "\n"
+        "                          visible in ps until read: prefer the\n"
+        "                          environment variable "
+        "ROTA_TTL_CACHE_REQUIREPASS\n"
+        "  --protected-mode yes|no without a password, refuse clients not on"
+        "\n"
+        "                          loopback (default yes)\n"
+        "  --max-clients N         refuse clients beyond N (default 10000)\n"
+        "  --proto-max-bulk-len BYTES       largest bulk string (512mb)\n"
+        "  --client-query-buffer-limit BYTES  a client's unparsed input (1gb)"
+        "\n"
+        "  --maxmemory BYTES       memory bound (default 0: none)\n"
+        "  --maxmemory-policy P    noeviction (default), allkeys-lru,\n"
+        "                          allkeys-random, volatile-lru,\n"
+        "                          volatile-random or volatile-ttl\n"
+        "  --maxmemory-samples N   keys sampled per eviction (default 5)\n"
+        "  --help                  this text\n"
+        "\n"
+        "BYTES: 100, 10k, 10kb, 5mb, 1gb (k = 1000, kb = 1024).\n");
 }
 
 /* A count or size with Redis's units (memtoull()). */
@@ -533,40 +612,91 @@ static bool parse_size(const char *s, unsigned long long *out)
     return false;
 }
 
+/* A BYTES value of option `opt`, at least `min`. */
+static unsigned long long size_arg(const char *opt, const char *val,
+                                   unsigned long long min)
+{
+    unsigned long long v;
+    if (!parse_size(val, &v))
+        cli_die("%s: '%s' is not a size (examples: 100, 10kb, 5mb, 1gb)", opt,
+                val);
+    if (v < min)
+        cli_die("%s: '%s' is below the least allowed, %llu", opt, val, min);
+    return v;
+}
+
+static void set_password(const char *p)
+{
+    free(S.requirepass);
+    S.requirepass = NULL;
+    S.requirepass_len = strlen(p);
+    if (S.requirepass_len == 0) /* as Redis's requirepass "": none */
+        return;
+    S.requirepass = strdup(p);
+    if (S.requirepass == NULL) {
+        fprintf(stderr, "rota-ttl-cache: out of memory\n");
+        exit(1);
+    }
+}
+
 static void parse_options(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i += 2) { /* --option value pairs */
-        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        unsigned long long v = 0;
-        if (val == NULL)
-            usage();
-        if (strcmp(opt, "--maxmemory-policy") == 0) {
-            if (!policy_parse(val, &S.policy))
-                usage();
-            continue;
+    const char *bind_addr = "127.0.0.1";
+    const char *env = getenv("ROTA_TTL_CACHE_REQUIREPASS");
+
+    if (env != NULL)
+        set_password(env);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (strcmp(a, "--bind") == 0) {
+            bind_addr = cli_value(argc, argv, &i);
+        } else if (strcmp(a, "--port") == 0) {
+            S.port = (int)cli_long(a, cli_value(argc, argv, &i), 0, 65535);
+        } else if (strcmp(a, "--requirepass") == 0) {
+            char *v = (char *)cli_value(argc, argv, &i);
+            set_password(v);         /* the flag wins over the environment */
+            memset(v, 0, strlen(v)); /* out of ps from now on */
+        } else if (strcmp(a, "--protected-mode") == 0) {
+            const char *v = cli_value(argc, argv, &i);
+            if (strcasecmp(v, "yes") == 0)
+                S.protected_mode = true;
+            else if (strcasecmp(v, "no") == 0)
+                S.protected_mode = false;
+            else
+                cli_die("--protected-mode: '%s' is not yes or no", v);
+        } else if (strcmp(a, "--max-clients") == 0) {
+            S.max_clients =
+                (unsigned)cli_long(a, cli_value(argc, argv, &i), 1, 1000000);
+        } else if (strcmp(a, "--proto-max-bulk-len") == 0) {
+            S.proto_max_bulk_len = size_arg(a, cli_value(argc, argv, &i), 1024);
+        } else if (strcmp(a, "--client-query-buffer-limit") == 0) {
+            S.query_buffer_limit =
+                size_arg(a, cli_value(argc, argv, &i), 1024 * 1024);
+        } else if (strcmp(a, "--maxmemory") == 0) {
+            S.maxmemory = size_arg(a, cli_value(argc, argv, &i), 0);
+        } else if (strcmp(a, "--maxmemory-policy") == 0) {
+            const char *v = cli_value(argc, argv, &i);
+            if (!policy_parse(v, &S.policy))
+                cli_die("--maxmemory-policy: '%s' is not a policy "
+                        "(noeviction, allkeys-lru, allkeys-random, "
+                        "volatile-lru, volatile-random, volatile-ttl)",
+                        v);
+        } else if (strcmp(a, "--maxmemory-samples") == 0) {
+            S.maxmemory_samples =
+                (unsigned)cli_long(a, cli_value(argc, argv, &i), 1, 64);
+        } else if (strcmp(a, "--plant-fault") == 0) {
+            S.fault = cli_value(argc, argv, &i); /* the tests' self-check */
+        } else if (a[0] == '-') {
+            cli_die("unknown option '%s'", a);
+        } else {
+            cli_die("unexpected argument '%s'", a);
         }
-        if (strcmp(opt, "--plant-fault") == 0) {
-            S.fault = val; /* for the test suite's self-check only */
-            continue;
-        }
-        if (!parse_size(val, &v))
-            usage();
-        if (strcmp(opt, "--port") == 0 && v <= 65535)
-            S.port = (int)v;
-        else if (strcmp(opt, "--max-clients") == 0 && v >= 1 && v <= 1000000)
-            S.max_clients = (unsigned)v;
-        else if (strcmp(opt, "--proto-max-bulk-len") == 0 && v >= 1024)
-            S.proto_max_bulk_len = v;
-        else if (strcmp(opt, "--client-query-buffer-limit") == 0 &&
-                 v >= 1024 * 1024)
-            S.query_buffer_limit = v;
-        else if (strcmp(opt, "--maxmemory") == 0)
-            S.maxmemory = v;
-        else if (strcmp(opt, "--maxmemory-samples") == 0 && v >= 1 && v <= 64)
-            S.maxmemory_samples = (unsigned)v;
-        else
-            usage();
     }
+    if (inet_pton(AF_INET, bind_addr, &S.bind_addr) != 1)
+        cli_die("--bind: '%s' is not an IPv4 address", bind_addr);
 }
 
 int main(int argc, char **argv)
@@ -577,6 +707,8 @@ int main(int argc, char **argv)
     S.query_buffer_limit = DEFAULT_QUERY_BUFFER_LIMIT;
     S.maxmemory_samples = 5;
     S.policy = POLICY_NOEVICTION;
+    S.protected_mode = true;
+    cli_prog = "rota-ttl-cache";
     parse_options(argc, argv);
 #ifdef M_MXFAST
     /* No glibc fastbins.  Freed small blocks (a value is one) wait there
@@ -599,13 +731,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "rota-ttl-cache: %s\n", rota_strerror(rc));
         return 1;
     }
-    S.listen_fd = listen_loopback(S.port);
+    S.listen_fd = listen_on();
     S.epfd = epoll_create1(EPOLL_CLOEXEC);
     S.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
-    if (S.listen_fd < 0 || S.epfd < 0 ||
+    if (S.epfd < 0 ||
         epoll_ctl(S.epfd, EPOLL_CTL_ADD, S.listen_fd, &lev) != 0) {
-        perror("rota-ttl-cache: listen on 127.0.0.1");
+        perror("rota-ttl-cache: epoll");
         return 1;
     }
 
@@ -663,5 +795,8 @@ int main(int argc, char **argv)
     close(S.epfd);
     if (S.reserve_fd >= 0)
         close(S.reserve_fd);
+    if (S.requirepass != NULL)
+        explicit_bzero(S.requirepass, S.requirepass_len);
+    free(S.requirepass);
     return 0;
 }

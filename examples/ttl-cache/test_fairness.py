@@ -4,12 +4,21 @@
 
     test_fairness.py PATH/TO/rota-ttl-cache pipeline [SECONDS]
     test_fairness.py PATH/TO/rota-ttl-cache expiry [KEYS]
-    test_fairness.py redis-server pipeline|expiry ...   (the same, of Redis)
+    test_fairness.py PATH/TO/rota-ttl-cache auth [SECONDS]
+    test_fairness.py redis-server pipeline|expiry|auth ...   (of Redis)
 
 pipeline: a second process pipelines SETs without pause for SECONDS (4),
 reading its replies as they come, while this one PINGs on a schedule.
 Claims: PING p99 under P99_MS (10) ms; every SET sent got its +OK (nothing
 lost) and the last one is readable.
+
+auth: the server has a password; a second process sends wrong passwords
+(AUTH guess) for SECONDS (4) as fast as the server answers them, 200 in
+flight (a client that leaves more replies unread before it has
+authenticated is closed, as Redis closes it), a brute-force attack,
+while this one, authenticated, PINGs on a schedule.  Claims: PING p99
+under P99_MS ms; every guess got Redis's WRONGPASS error (none passed,
+none was dropped).
 
 expiry: KEYS (1,000,000) keys are set with one PXAT deadline; from half a
 second before it to 2.5 s after, this process PINGs on a schedule while a
@@ -66,10 +75,19 @@ def connect(port):
     return s
 
 
-def ping_schedule(port, seconds, start=None, interval=0.005):
+PASSWORD = "fair-secret"
+GUESSES_IN_FLIGHT = 200  # 13,000 bytes of replies
+WRONGPASS = b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+
+
+def ping_schedule(port, seconds, start=None, interval=0.005, password=None):
     """PINGs on a fixed schedule from `start` (monotonic) for `seconds`;
     the latencies in ms, each from the PING's due time to its reply."""
     s = connect(port)
+    if password is not None:
+        s.sendall(encode("AUTH", password))
+        if s.recv(64) != b"+OK\r\n":
+            raise ValueError("AUTH refused")
     due = time.monotonic() if start is None else start
     end = due + seconds
     lat = []
@@ -157,6 +175,32 @@ def flood(port, seconds):
                       "seconds": time.monotonic() - t0}), flush=True)
 
 
+def guess(port, seconds):
+    """Send wrong passwords for `seconds` as fast as the server answers:
+    GUESSES_IN_FLIGHT at a time (an unauthenticated client that leaves
+    more than 17 KiB of replies unread is closed, as by Redis), the next
+    batch as soon as one is answered.  Prints JSON as flood() does."""
+    s = connect(port)
+    batch = b"".join(encode("AUTH", "guess%04d" % i)
+                     for i in range(GUESSES_IN_FLIGHT))
+    want = WRONGPASS * GUESSES_IN_FLIGHT
+    sent, got, bad = 0, 0, 0
+    t0 = time.monotonic()
+    while time.monotonic() < t0 + seconds:
+        s.sendall(batch)
+        sent += GUESSES_IN_FLIGHT
+        rep = b""
+        while len(rep) < len(want):
+            d = s.recv(len(want) - len(rep))
+            if not d:
+                raise EOFError("the server closed the guessing client")
+            rep += d
+        got += len(rep)
+        bad += 0 if rep == want else sum(a != b for a, b in zip(rep, want))
+    print(json.dumps({"sent": sent, "reply_bytes": got, "bad_bytes": bad,
+                      "seconds": time.monotonic() - t0}), flush=True)
+
+
 def get_check(port, keys, deadline_ms, until_ms):
     """GET random keys in batches of 50 until the unix time `until_ms`;
     count GETs that saw a value after the deadline or nil before it, and
@@ -234,6 +278,22 @@ def pipeline_round(t, srv, seconds):
     t.equal(c.call("GET", "flood:last"), b"$%d\r\n%d\r\n" % (
         len(str(r["sent"] - 1)), r["sent"] - 1), "the last SET is there")
     c.close()
+    return lat
+
+
+def auth_round(t, srv, seconds):
+    """One measurement beside a client guessing passwords."""
+    f = child("guess", srv.port, seconds)
+    time.sleep(0.3)
+    lat = ping_schedule(srv.port, seconds - 0.6, password=PASSWORD)
+    print("beside the guessing client:", summary(lat), flush=True)
+    out, _ = f.communicate(timeout=120)
+    r = json.loads(out)
+    print("guessing client: %d wrong passwords in %.2f s (%.0f a second)" %
+          (r["sent"], r["seconds"], r["sent"] / r["seconds"]), flush=True)
+    t.equal(r["reply_bytes"], len(WRONGPASS) * r["sent"],
+            "reply bytes: WRONGPASS for every guess")
+    t.equal(r["bad_bytes"], 0, "bytes that are not part of WRONGPASS")
     return lat
 
 
@@ -330,14 +390,26 @@ def measure(t, where, one_round):
 def main():
     if sys.argv[1] == "--flood":
         return flood(int(sys.argv[2]), float(sys.argv[3]))
+    if sys.argv[1] == "--guess":
+        return guess(int(sys.argv[2]), float(sys.argv[3]))
     if sys.argv[1] == "--getcheck":
         return get_check(*(int(a) for a in sys.argv[2:6]))
     binary, mode = sys.argv[1], sys.argv[2]
     t = Tally()
     # "redis-server" instead of the cache's path: the same measurement of
     # a real Redis, for comparison (not run by the suite)
-    srv = Server.redis() if binary == "redis-server" else Server.cache(binary)
-    if mode == "pipeline":
+    if mode == "auth":
+        srv = Server.redis("--requirepass", PASSWORD) \
+            if binary == "redis-server" else \
+            Server.cache(binary, env={"ROTA_TTL_CACHE_REQUIREPASS": PASSWORD})
+    else:
+        srv = Server.redis() if binary == "redis-server" else \
+            Server.cache(binary)
+    if mode == "auth":
+        seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 4
+        measure(t, "beside a client guessing passwords",
+                lambda: auth_round(t, srv, seconds))
+    elif mode == "pipeline":
         seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 4
         print("idle:", summary(ping_schedule(srv.port, 0.3)), flush=True)
         measure(t, "beside a pipelining client",

@@ -8,7 +8,13 @@ Uses the redis package (Debian: python3-redis) the way an application
 does: plain and transactional pipelines, a fixed-window rate limiter built
 on INCR + EXPIRE NX, SET with GET/EXAT/PXAT, GETEX/GETDEL, INFO parsed by
 the client, errors raised as exceptions, and SCAN iteration over 100,000
-keys while keys are added and deleted.  Exits 77 (skipped) when the redis
+keys while keys are added and deleted; then a server with a password
+(ROTA_TTL_CACHE_REQUIREPASS) as an application connects to it: password=,
+username= and client_name= on every pooled connection, CLIENT ID / INFO
+/ LIST / GETNAME parsed by the client, COMMAND COUNT, db=0 accepted and
+db=1 refused with Redis's error, a wrong or missing password raised as
+against redis-server (WRONGPASS a ResponseError, NOAUTH an
+AuthenticationError).  Exits 77 (skipped) when the redis
 package is not installed.  Ends with "N passed, N failed".
 """
 import os
@@ -138,6 +144,61 @@ while True:
 stable = {"key:%d" % i for i in range(step * 50, n)}
 t.check(stable <= seen, "SCAN under churn: %d of %d stable keys seen"
         % (len(stable & seen), len(stable)))
+r.close()
+t.equal(srv.stop(), 0, "exit status 0")
+
+# ------------------------------------------- a password and client names
+pw = "app-secret"
+srv = Server.cache(sys.argv[1], env={"ROTA_TTL_CACHE_REQUIREPASS": pw})
+r = redis.Redis(host="127.0.0.1", port=srv.port, password=pw,
+                client_name="app", db=0, decode_responses=True)
+t.equal(r.ping(), True, "password= and client_name=: PING")
+t.equal(r.client_getname(), "app", "CLIENT GETNAME: the client_name")
+cid = r.client_id()
+t.check(isinstance(cid, int) and cid > 0, "CLIENT ID: %r" % cid)
+info = r.client_info()
+t.equal((info["id"], info["name"], info["db"], info["cmd"]),
+        (cid, "app", 0, "client|info"), "CLIENT INFO parsed")
+# a thread pool's connections each authenticate and get the name
+conns = [r.connection_pool.get_connection("PING") for _ in range(3)]
+for c in conns:
+    c.send_command("CLIENT", "GETNAME")
+t.equal([c.read_response() for c in conns], ["app"] * 3,
+        "every pooled connection named")
+for c in conns:
+    r.connection_pool.release(c)
+listed = r.client_list()
+t.check(len(listed) >= 3 and all(x["name"] == "app" for x in listed),
+        "CLIENT LIST parsed: %d clients named app" % len(listed))
+t.check(r.command_count() > 20, "COMMAND COUNT: %r" % r.command_count())
+t.equal(r.set("pw:k", "v"), True, "SET after AUTH")
+t.equal(r.execute_command("HELLO", "2")[1], "redis", "HELLO 2 after AUTH")
+with redis.Redis(host="127.0.0.1", port=srv.port, username="default",
+                 password=pw, decode_responses=True) as u:
+    t.equal(u.get("pw:k"), "v", "username='default', password=")
+# As against redis-server 7.0.15: redis-py 4.3 raises WRONGPASS as a
+# ResponseError, NOAUTH as an AuthenticationError.
+for kwargs, what, cls, text in (
+        ({"password": "wrong"}, "a wrong password", redis.ResponseError,
+         "WRONGPASS invalid username-password pair or user is disabled."),
+        ({"username": "bob", "password": pw}, "another user",
+         redis.ResponseError,
+         "WRONGPASS invalid username-password pair or user is disabled."),
+        ({}, "no password", redis.AuthenticationError,
+         "Authentication required.")):
+    try:
+        with redis.Redis(host="127.0.0.1", port=srv.port, **kwargs) as x:
+            x.get("pw:k")
+        t.check(False, "%s raises" % what)
+    except redis.RedisError as e:
+        t.equal((type(e), str(e)), (cls, text), what)
+try:
+    with redis.Redis(host="127.0.0.1", port=srv.port, password=pw,
+                     db=1) as x:
+        x.ping()
+    t.check(False, "db=1 raises")
+except redis.ResponseError as e:
+    t.equal(str(e), "DB index is out of range", "db=1: Redis's error")
 r.close()
 t.equal(srv.stop(), 0, "exit status 0")
 t.finish()

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cli.h - option parsing shared by idle-server and idle-loadgen: durations
- * with units, counts, and the clear one-line errors both programs give.
+ * cli.h - the command line shared by the example programs (idle-server,
+ * idle-loadgen, rota-ttl-cache): durations with units, counts, the clear
+ * one-line errors they give (the flag and the bad value named), and the
+ * listen error that names the address and the port.
  */
 #ifndef IDLE_CLI_H
 #define IDLE_CLI_H
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -96,6 +100,29 @@ static inline const char *cli_value(int argc, char **argv, int *i)
     if (*i + 1 >= argc)
         cli_die("option %s needs a value", argv[*i]);
     return argv[++*i];
+}
+
+/*
+ * Print why listening on `addr` failed (errno value `err`: bind(),
+ * listen() or socket()) with the address and port, and a hint for the
+ * usual causes, then exit 1.
+ */
+static inline void cli_listen_die(const struct sockaddr_in *addr, int err)
+    __attribute__((noreturn));
+static inline void cli_listen_die(const struct sockaddr_in *addr, int err)
+{
+    char a[INET_ADDRSTRLEN];
+    const char *why = strerror(err);
+    inet_ntop(AF_INET, &addr->sin_addr, a, sizeof a);
+    if (err == EADDRINUSE)
+        why = "the port is already in use (choose another with --port)";
+    else if (err == EADDRNOTAVAIL)
+        why = "no such local address (see --bind)";
+    else if (err == EACCES)
+        why = "permission denied (ports below 1024 need privileges)";
+    fprintf(stderr, "%s: cannot listen on %s:%u: %s\n", cli_prog, a,
+            (unsigned)ntohs(addr->sin_port), why);
+    exit(1);
 }
 
 /* Raise the soft RLIMIT_NOFILE to the hard limit; returns the new soft
