@@ -45,7 +45,8 @@ static void rec_fire(struct rota_lane *lane, struct rota_lane_timer *t,
                      uint64_t late)
 {
     struct rec *r = rota_container_of(t, struct rec, t);
-    (void)lane;
+    /* Inside its callback, the deadline that came due. */
+    CHECK_EQ_U64(rota_lane_deadline(lane, t) + late, fake_now);
     r->fires++;
     r->late = late;
     r->fired_now = fake_now;

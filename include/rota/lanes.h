@@ -205,8 +205,10 @@ ROTA_API uint64_t rota_lane_duration(const struct rota_lane *lane);
 /* The number of timers pending in the lane.  O(1). */
 ROTA_API size_t rota_lane_count(const struct rota_lane *lane);
 
-/* A pending timer's deadline: its arm time plus the lane's duration now
- * (saturated).  ROTA_NEVER when the timer is not pending. */
+/* A timer's deadline: its arm time plus the lane's duration now
+ * (saturated).  Meaningful while it is pending, and inside its callback,
+ * where it is the deadline that came due.  ROTA_NEVER for a timer never
+ * armed. */
 ROTA_API uint64_t rota_lane_deadline(const struct rota_lane *lane,
                                      const struct rota_lane_timer *timer);
 

@@ -276,7 +276,8 @@ size_t rota_lane_count(const struct rota_lane *lane)
 uint64_t rota_lane_deadline(const struct rota_lane *lane,
                             const struct rota_lane_timer *t)
 {
-    if (lane == NULL || t == NULL || !lt_pending(t))
+    if (lane == NULL || t == NULL || t->link_.prev == NULL ||
+        (t->link_.prev == ROTA__IDLE && t->link_.next == NULL))
         return ROTA_NEVER;
     return deadline_of(lane, t->armed_at_);
 }
