@@ -398,6 +398,13 @@ ROTA_API void rota_periodic_init(struct rota_periodic *periodic,
  * the new deadline.  0, or ROTA_EINVAL (period 0, bad policy, or memory
  * that rota_periodic_init() did not prepare) and the errors of
  * rota_timer_arm_at().
+ *
+ * Catching up costs O(1) per fire, however many points were missed: after a
+ * jump of time (a process stopped, a suspend, a clock stepped forward by
+ * 10^12 periods) a SKIP timer finds the first point after `now` with one
+ * division and a DELAY timer restarts from `now`; each fires once, in
+ * constant time, and the wheel moves on.  Only BURST does work per missed
+ * point, since it fires once for each, by request.
  */
 ROTA_API int rota_periodic_arm_at(struct rota_wheel *wheel,
                                   struct rota_periodic *periodic,
