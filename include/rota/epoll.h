@@ -174,7 +174,8 @@ struct rota_epoll {
     uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
     uint64_t rearms_;     /* arming changes (timerfd_settime() calls) */
     uint64_t wakeups_;    /* dispatches that reached the armed deadline */
-    size_t budget_;       /* callbacks per dispatch, 0: no limit */
+    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_epoll_lateness() */
+    size_t budget_; /* callbacks per dispatch, 0: no limit */
 };
 
 /*
@@ -238,6 +239,14 @@ ROTA_API uint64_t rota_epoll_armed(const struct rota_epoll *et);
  * cancels cost none. */
 ROTA_API uint64_t rota_epoll_rearms(const struct rota_epoll *et);
 ROTA_API uint64_t rota_epoll_wakeups(const struct rota_epoll *et);
+
+/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
+ * was armed at to the clock's reading when the adapter ran, one count per
+ * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
+ * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
+ * per timer, in ticks.  All zero when et is NULL. */
+ROTA_API void rota_epoll_lateness(const struct rota_epoll *et,
+                                  struct rota_lateness *out);
 
 /* The teardown: close the timerfd, if any (idempotent; the wheel and its
  * timers are untouched); then the struct may be freed.  Not from the

@@ -27,6 +27,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,6 +121,7 @@ int rota_epoll_init(struct rota_epoll *et, struct rota_wheel *wheel,
     et->seen_armed_ = 0;
     et->rearms_ = 0;
     et->wakeups_ = 0;
+    memset(et->late_ns_, 0, sizeof et->late_ns_);
     et->budget_ = 0;
     /* No wheel until it is checked: close after a failed init must not
      * read one that was never initialised. */
@@ -172,6 +174,11 @@ uint64_t rota_epoll_rearms(const struct rota_epoll *et)
 uint64_t rota_epoll_wakeups(const struct rota_epoll *et)
 {
     return et == NULL ? 0 : et->wakeups_;
+}
+
+void rota_epoll_lateness(const struct rota_epoll *et, struct rota_lateness *out)
+{
+    loop_copy_lateness(et == NULL ? NULL : et->late_ns_, out);
 }
 
 int rota_epoll_sync(struct rota_epoll *et)
@@ -230,6 +237,7 @@ int rota_epoll_dispatch(struct rota_epoll *et)
     if (now < loop_wheel_time(et->wheel_))
         now = loop_wheel_time(et->wheel_); /* not a clock step back: above */
     et->wakeups_++;
+    loop_count_wake(et->late_ns_, &et->clock_, et->armed_);
     if (et->budget_ == 0) {
         int fired = rota_wheel_advance(et->wheel_, now);
         if (fired < 0)
