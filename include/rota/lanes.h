@@ -71,7 +71,8 @@
  *   the timer already removed from the lane.  It may do what a wheel
  *   callback may (rota.h): arm, touch or cancel any lane timer (itself
  *   included) or wheel timer, change this or any lane's duration, and free
- *   the timer's container.  A timer armed or touched in a callback counts
+ *   the timer's container (not the lane: it is in use until the callback
+ *   returns).  A timer armed or touched in a callback counts
  *   from the wheel's `now`; with a duration of 0 it is due at once and
  *   fires in the next advance, never in the same one (one exception: armed
  *   from a callback of another lane whose wheel timer has not fired yet in

@@ -360,10 +360,10 @@ int rota_lane_check(const struct rota_lane *lane, const char **why)
             bad = "a timer's next link does not point back to it";
             goto out;
         }
-        const struct rota_lane_timer *t =
-            rota_container_of(l, struct rota_lane_timer, link_);
         if (l == &lane->mark_)
             continue;
+        const struct rota_lane_timer *t =
+            rota_container_of(l, struct rota_lane_timer, link_);
         if (t->armed_at_ < last) {
             bad = "arm times decrease along the lane";
             goto out;
