@@ -175,7 +175,8 @@ struct rota_epoll {
     uint64_t rearms_;     /* arming changes (timerfd_settime() calls) */
     uint64_t wakeups_;    /* dispatches that reached the armed deadline */
     uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_epoll_lateness() */
-    size_t budget_; /* callbacks per dispatch, 0: no limit */
+    size_t budget_;                /* callbacks per dispatch, 0: no limit */
+    struct rota_catchup *catchup_; /* rota_epoll_set_catchup(), or NULL */
 };
 
 /*
@@ -230,6 +231,18 @@ ROTA_API int rota_epoll_dispatch(struct rota_epoll *et);
  * that comes due can stall the loop's I/O for longer than one budget.
  */
 ROTA_API void rota_epoll_set_budget(struct rota_epoll *et, size_t max_fires);
+
+struct rota_catchup;
+
+/*
+ * Calm after a stall: advance the wheel through `c` (rota/catchup.h,
+ * initialised by the caller, who keeps it valid while it is set), so that
+ * after a stall overdue timers fire at the policy's rate, the OS timer
+ * waking the loop again at rota_catchup_next_wake(); NULL removes it.
+ * Takes the place of the budget while set.  0 or ROTA_EINVAL (et NULL).
+ */
+ROTA_API int rota_epoll_set_catchup(struct rota_epoll *et,
+                                    struct rota_catchup *c);
 
 /* The deadline (ticks) the loop will wake at, ROTA_NEVER when none. */
 ROTA_API uint64_t rota_epoll_armed(const struct rota_epoll *et);
