@@ -399,6 +399,13 @@ ROTA_API void rota_periodic_init(struct rota_periodic *periodic,
  * the new deadline.  0, or ROTA_EINVAL (period 0, bad policy, or memory
  * that rota_periodic_init() did not prepare) and the errors of
  * rota_timer_arm_at().
+ *
+ * Catching up costs O(1) per fire, however many points were missed: after a
+ * jump of time (a process stopped, a suspend, a clock stepped forward by
+ * 10^12 periods) a SKIP timer finds the first point after `now` with one
+ * division and a DELAY timer restarts from `now`; each fires once, in
+ * constant time, and the wheel moves on.  Only BURST does work per missed
+ * point, since it fires once for each, by request.
  */
 ROTA_API int rota_periodic_arm_at(struct rota_wheel *wheel,
                                   struct rota_periodic *periodic,
@@ -520,6 +527,18 @@ struct rota_stats {
     uint64_t drained;   /* timers handed back by rota_wheel_drain() */
     uint64_t clock_backwards; /* calls whose `now` was earlier than before */
     uint64_t pending;         /* timers pending right now */
+};
+
+/* The buckets of a lateness histogram: 0, then one per power of two. */
+#define ROTA_LATE_BUCKETS 65
+
+/*
+ * How late timers fired, in ticks, as a log2 histogram: count[0] is the
+ * number of fires exactly at their deadline, count[k] (k >= 1) the fires
+ * late by 2^(k-1) to 2^k - 1 ticks.  Read it with rota_wheel_lateness().
+ */
+struct rota_lateness {
+    uint64_t count[ROTA_LATE_BUCKETS];
 };
 
 /* The wheel: embed or allocate it yourself.  Its fields are private; it is
@@ -682,6 +701,21 @@ ROTA_API size_t rota_wheel_count(const struct rota_wheel *wheel);
 /* Copy the counters into *out. */
 ROTA_API void rota_wheel_stats(const struct rota_wheel *wheel,
                                struct rota_stats *out);
+
+/*
+ * Copy into *out the histogram of how late the wheel's timers fired since
+ * rota_wheel_init(): one count per callback run by an advance (and per
+ * timer handed out by rota_wheel_expire()), by its `late`, the pass's
+ * `now` minus the deadline that came due.  Lateness here is the caller's:
+ * the wheel fires every timer in the first call that reaches its deadline,
+ * so a timer is late by how long after its deadline that call came (a loop
+ * that woke late, a long callback, a limit that left timers for the next
+ * call).  Counting costs the fire path one increment; reading is
+ * O(ROTA_LATE_BUCKETS), at any time, from a callback too.  Nothing if wheel
+ * or out is NULL.
+ */
+ROTA_API void rota_wheel_lateness(const struct rota_wheel *wheel,
+                                  struct rota_lateness *out);
 
 /*
  * Remove every pending timer and hand each to fn(timer, arg), so the owner

@@ -313,6 +313,11 @@ static uint64_t e_wakeups(void)
     return rota_epoll_wakeups(&et);
 }
 
+static void e_lateness(struct rota_lateness *out)
+{
+    rota_epoll_lateness(&et, out);
+}
+
 static void select_timeout(void)
 {
     et_flags = 0;
@@ -326,8 +331,8 @@ static void select_timerfd(void)
 #define EPOLL_OPS                                                              \
     .init = e_init, .deadline_after = e_deadline_after, .sync = e_sync,        \
     .watch = e_watch, .unwatch = e_unwatch, .run = e_run, .fini = e_fini,      \
-    .rearms = e_rearms, .wakeups = e_wakeups, .sync_in_callbacks = false,      \
-    .counts_rearms = true
+    .rearms = e_rearms, .wakeups = e_wakeups, .lateness = e_lateness,          \
+    .sync_in_callbacks = false, .counts_rearms = true
 
 /* Driven by the epoll_wait() timeout, then by a timerfd. */
 static const struct lt_ops timeout_ops = {

@@ -86,6 +86,11 @@ static uint64_t v_wakeups(void)
     return rota_ev_wakeups(&rw);
 }
 
+static void v_lateness(struct rota_lateness *out)
+{
+    rota_ev_lateness(&rw, out);
+}
+
 /* init binds an initialised wheel and refuses anything else; a wheel with
  * nothing pending keeps no loop alive; close twice is fine. */
 TEST(libev_lifetime)
@@ -122,6 +127,7 @@ static const struct lt_ops ev_ops = {
     .fini = v_fini,
     .rearms = v_rearms,
     .wakeups = v_wakeups,
+    .lateness = v_lateness,
     .sync_in_callbacks = false,
     .counts_rearms = true,
 };

@@ -92,6 +92,11 @@ static uint64_t b_wakeups(void)
     return rota_event_wakeups(&rw);
 }
 
+static void b_lateness(struct rota_lateness *out)
+{
+    rota_event_lateness(&rw, out);
+}
+
 /* init binds an initialised wheel and refuses anything else; a wheel with
  * nothing pending keeps no loop alive; close twice is fine. */
 TEST(libevent_lifetime)
@@ -131,8 +136,8 @@ static void select_precise(void)
 #define EVENT_OPS                                                              \
     .init = b_init, .deadline_after = b_deadline_after, .sync = b_sync,        \
     .watch = b_watch, .unwatch = b_unwatch, .run = b_run, .fini = b_fini,      \
-    .rearms = b_rearms, .wakeups = b_wakeups, .sync_in_callbacks = true,       \
-    .sync_before_run = true, .counts_rearms = true
+    .rearms = b_rearms, .wakeups = b_wakeups, .lateness = b_lateness,          \
+    .sync_in_callbacks = true, .sync_before_run = true, .counts_rearms = true
 
 static const struct lt_ops coarse_ops = {
     .name = "libevent", .select = select_coarse, EVENT_OPS};

@@ -111,6 +111,11 @@ static uint64_t v_wakeups(void)
     return rota_sdevent_wakeups(&rs);
 }
 
+static void v_lateness(struct rota_lateness *out)
+{
+    rota_sdevent_lateness(&rs, out);
+}
+
 static const struct lt_ops sdevent_ops = {
     .name = "sd-event",
     .init = v_init,
@@ -122,6 +127,7 @@ static const struct lt_ops sdevent_ops = {
     .fini = v_fini,
     .rearms = v_rearms,
     .wakeups = v_wakeups,
+    .lateness = v_lateness,
     .sync_in_callbacks = false,
     .sync_before_run = false,
     .sync_before_rerun = false,
@@ -407,6 +413,7 @@ static const struct lt_ops early_ops = {
     .fini = v_fini,
     .rearms = v_rearms,
     .wakeups = v_wakeups,
+    .lateness = v_lateness,
     .sync_in_callbacks = false,
     .sync_before_run = false,
     .sync_before_rerun = false,

@@ -599,6 +599,11 @@ static uint64_t r_wakeups(void)
     return stats_of(&ut).wakeups;
 }
 
+static void r_lateness(struct rota_lateness *out)
+{
+    rota_uring_lateness(&ut, out);
+}
+
 static void select_update(void)
 {
     ut_flags = 0;
@@ -612,8 +617,9 @@ static void select_remove(void)
 #define URING_OPS                                                              \
     .init = r_init, .deadline_after = r_deadline_after, .sync = r_sync,        \
     .watch = r_watch, .unwatch = r_unwatch, .run = r_run, .fini = r_fini,      \
-    .rearms = r_rearms, .wakeups = r_wakeups, .sync_in_callbacks = false,      \
-    .counts_rearms = true, .unavailable = uring_refused
+    .rearms = r_rearms, .wakeups = r_wakeups, .lateness = r_lateness,          \
+    .sync_in_callbacks = false, .counts_rearms = true,                         \
+    .unavailable = uring_refused
 
 static const struct lt_ops update_ops = {
     .name = "uring-update", .select = select_update, URING_OPS};

@@ -95,6 +95,11 @@ static uint64_t u_wakeups(void)
     return rota_uv_wakeups(&rw);
 }
 
+static void u_lateness(struct rota_lateness *out)
+{
+    rota_uv_lateness(&rw, out);
+}
+
 static int closed_calls;
 
 static void on_rw_closed(struct rota_uv *r)
@@ -146,6 +151,7 @@ static const struct lt_ops uv_ops = {
     .fini = u_fini,
     .rearms = u_rearms,
     .wakeups = u_wakeups,
+    .lateness = u_lateness,
     .sync_in_callbacks = false,
     .sync_before_rerun = true,
     .counts_rearms = true,

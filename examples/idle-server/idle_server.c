@@ -48,6 +48,7 @@
 #include <rota.h>
 #include <rota/clock.h>
 #include <rota/epoll.h>
+#include <rota/lanes.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -89,9 +90,12 @@ struct outbuf {
     char data[];
 };
 
-/* 64 bytes: the timer is 48 of them. */
+/* 64 bytes: the timer is 32 of them (a lane timer, 24). */
 struct conn {
-    struct rota_timer idle;
+    union {
+        struct rota_timer idle;       /* on the wheel: --idle-min unset */
+        struct rota_lane_timer lidle; /* in the worker's lane: --idle-min */
+    };
     int fd;
     uint8_t kind;
     uint8_t blocked; /* waiting for EPOLLOUT to flush `out` */
@@ -109,8 +113,10 @@ struct chunk {
 struct worker {
     struct rota_wheel wheel; /* first: recovered from the wheel pointer */
     struct rota_clock clock;
-    struct rota_epoll et;     /* the wheel's one OS timer */
-    struct rota_timer resume; /* puts a paused listener back */
+    struct rota_epoll et;       /* the wheel's one OS timer */
+    struct rota_timer resume;   /* puts a paused listener back */
+    struct rota_lane idle_lane; /* --idle-min: every idle timer, rescaled */
+    uint32_t idle_scale;        /* the lane's scale now */
     int id;
     int ep;
     int listen_fd;
@@ -166,11 +172,47 @@ static struct conn *conn_alloc(struct worker *w)
 }
 
 static void resume_listening(struct worker *w);
+static void on_idle(struct rota_wheel *wheel, struct rota_timer *timer,
+                    uint64_t late);
+
+/* The idle timer's three operations, on the wheel or in the lane. */
+static void idle_arm(struct worker *w, struct conn *c)
+{
+    if (cfg.idle_min_ns != 0) {
+        rota_lane_timer_init(&c->lidle);
+        rota_lane_arm(&w->idle_lane, &c->lidle);
+        return;
+    }
+    rota_timer_init(&c->idle, on_idle);
+    rota_timer_arm_at(&w->wheel, &c->idle,
+                      rota_clock_deadline_after(&w->clock, cfg.idle_ns));
+}
+
+static void idle_touch(struct worker *w, struct conn *c)
+{
+    if (cfg.idle_min_ns != 0) {
+        /* An append at the lane's tail: no slot, no deadline to compute. */
+        rota_lane_touch(&w->idle_lane, &c->lidle);
+        return;
+    }
+    /* A later deadline is a store in the timer.  The clock is read after
+     * the data arrived, so the kick is never early. */
+    uint64_t deadline = rota_clock_deadline_after(&w->clock, cfg.idle_ns);
+    if (rota_timer_touch_at(&w->wheel, &c->idle, deadline) != 0)
+        rota_timer_arm_at(&w->wheel, &c->idle, deadline);
+}
+
+static int idle_cancel(struct worker *w, struct conn *c)
+{
+    if (cfg.idle_min_ns != 0)
+        return rota_lane_cancel(&w->idle_lane, &c->lidle);
+    return rota_timer_cancel(&w->wheel, &c->idle);
+}
 
 static void conn_close(struct worker *w, struct conn *c)
 {
     /* A no-op when the timer has just fired (its callback closes). */
-    if (rota_timer_cancel(&w->wheel, &c->idle) == 1)
+    if (idle_cancel(w, c) == 1)
         w->st.c.timer_ops++;
     close(c->fd); /* also leaves the epoll set: the fd is never dup'ed */
     free(c->u.out);
@@ -205,6 +247,46 @@ static void on_idle(struct rota_wheel *wheel, struct rota_timer *timer,
     conn_close(w, c);
 }
 
+/* The same for a connection in the idle lane (--idle-min). */
+static void on_lane_idle(struct rota_lane *lane, struct rota_lane_timer *timer,
+                         uint64_t late)
+{
+    struct worker *w = rota_container_of(lane, struct worker, idle_lane);
+    struct conn *c = rota_container_of(timer, struct conn, lidle);
+
+    (void)late;
+    uint64_t due_ns = rota_clock_ns(&w->clock, rota_lane_deadline(lane, timer));
+    wstats_kick(&w->st, due_ns, rota_clock_now_ns(&w->clock));
+    w->st.c.timer_ops++;
+    conn_close(w, c);
+}
+
+/*
+ * --idle-min: the idle timeout shrinks as the open connections approach
+ * --max-conns.  Up to half of it, the full --idle-timeout; from there it
+ * falls in a straight line to --idle-min at --max-conns.  Once per loop
+ * turn, and only when the scale changes: rota_lane_set_scale() re-times
+ * every connection of the worker at once, without visiting them.
+ */
+static void idle_rescale(struct worker *w)
+{
+    if (cfg.idle_min_ns == 0)
+        return;
+    long open = atomic_load_explicit(&open_total, memory_order_relaxed);
+    long from = cfg.max_conns / 2, span = cfg.max_conns - from;
+    uint64_t one = ROTA_LANE_SCALE_ONE;
+    uint64_t floor = cfg.idle_min_ns * one / cfg.idle_ns; /* < one */
+    uint64_t scale = one;
+    if (open > from && span > 0) {
+        uint64_t over = (uint64_t)(open > cfg.max_conns ? span : open - from);
+        scale = one - (one - floor) * over / (uint64_t)span;
+    }
+    if (scale != w->idle_scale) {
+        w->idle_scale = (uint32_t)scale;
+        rota_lane_set_scale(&w->idle_lane, (uint32_t)scale);
+    }
+}
+
 static void set_events(struct worker *w, struct conn *c, uint32_t events)
 {
     struct epoll_event ev = {.events = events, .data.ptr = c};
@@ -233,11 +315,7 @@ static void on_readable(struct worker *w, struct conn *c)
 {
     ssize_t n = read(c->fd, w->buf, sizeof w->buf);
     if (n > 0) {
-        /* The refresh: a later deadline is a store in the timer.  The clock
-         * is read after the data arrived, so the kick is never early. */
-        uint64_t deadline = rota_clock_deadline_after(&w->clock, cfg.idle_ns);
-        if (rota_timer_touch_at(&w->wheel, &c->idle, deadline) != 0)
-            rota_timer_arm_at(&w->wheel, &c->idle, deadline);
+        idle_touch(w, c); /* the refresh */
         w->st.c.reads++;
         w->st.c.timer_ops++;
         w->st.c.bytes += (uint64_t)n;
@@ -377,9 +455,7 @@ static void on_acceptable(struct worker *w)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         c->fd = fd;
-        rota_timer_init(&c->idle, on_idle);
-        rota_timer_arm_at(&w->wheel, &c->idle,
-                          rota_clock_deadline_after(&w->clock, cfg.idle_ns));
+        idle_arm(w, c);
         w->st.c.timer_ops++;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
         w->st.c.open++;
@@ -406,6 +482,11 @@ static void close_at_exit(struct rota_timer *timer, void *arg)
     struct worker *w = arg;
     if (timer != &w->resume)
         conn_close(w, rota_container_of(timer, struct conn, idle));
+}
+
+static void close_lane_at_exit(struct rota_lane_timer *timer, void *arg)
+{
+    conn_close(arg, rota_container_of(timer, struct conn, lidle));
 }
 
 static void *worker_main(void *arg)
@@ -452,12 +533,15 @@ static void *worker_main(void *arg)
         /* Timers last, so a connection whose bytes arrived in this batch is
          * refreshed before its timer is looked at.  In timeout mode this is
          * a comparison with the armed deadline unless it has passed. */
+        idle_rescale(w); /* may move the lane's timer earlier */
         if (!cfg.use_timerfd || timer_due)
             rota_epoll_dispatch(&w->et);
         publish(w);
     }
 
-    /* Close everything, cleanly. */
+    /* Close everything, cleanly: the lane first (its own timer is on the
+     * wheel). */
+    rota_lane_drain(&w->idle_lane, close_lane_at_exit, w);
     rota_wheel_drain(&w->wheel, close_at_exit, w);
     listener_watch(w, false);
     publish(w);
@@ -531,6 +615,11 @@ static struct worker *worker_new(int id, int listen_fd)
         die_sys("CLOCK_MONOTONIC");
     rota_wheel_init(&w->wheel, rota_clock_now(&w->clock));
     rota_timer_init(&w->resume, on_resume);
+    /* --idle-min's lane: the idle timeout in ticks, rounded up. */
+    rota_lane_init(&w->idle_lane, &w->wheel,
+                   cfg.idle_ns / cfg.tick_ns + (cfg.idle_ns % cfg.tick_ns != 0),
+                   on_lane_idle);
+    w->idle_scale = ROTA_LANE_SCALE_ONE;
     if (rota_epoll_init(&w->et, &w->wheel, &w->clock,
                         cfg.use_timerfd ? ROTA_EPOLL_TIMERFD : 0) != 0)
         die_sys("timerfd_create");
@@ -731,32 +820,36 @@ static void log_refusals(const struct counters *now,
 
 static void usage(FILE *to)
 {
-    fprintf(to,
-            "usage: idle-server [options]\n"
-            "A multi-threaded epoll echo server that closes idle connections.\n"
-            "\n"
-            "  --bind ADDR         IPv4 address to listen on (default "
-            "127.0.0.1)\n"
-            "  --port N            TCP port (default 7000; 0 picks one, see "
-            "--port-file)\n"
-            "  --threads N         worker threads (default: online CPUs)\n"
-            "  --idle-timeout T    close connections silent for longer than T"
-            " (default 30s)\n"
-            "  --tick T            timer granularity (default 100ms)\n"
-            "  --timer MODE        epoll: the epoll_wait timeout (default);\n"
-            "                      timerfd: one timerfd per worker\n"
-            "  --loop LOOP         epoll (default), or uring: accepts, reads\n"
-            "                      and echoes through an io_uring per worker,\n"
-            "                      its wheel on one ring timeout\n"
-            "  --max-conns N       refuse connections beyond N (default: the"
-            " descriptor limit)\n"
-            "  --duration T        stop by itself after T (default: run until"
-            " SIGINT/SIGTERM)\n"
-            "  --port-file PATH    write the port there once listening\n"
-            "  --quiet             no statistics every second\n"
-            "  --help              this text\n"
-            "\n"
-            "Durations take a unit: ns, us, ms, s (the default) or m.\n");
+    fprintf(
+        to,
+        "usage: idle-server [options]\n"
+        "A multi-threaded epoll echo server that closes idle connections.\n"
+        "\n"
+        "  --bind ADDR         IPv4 address to listen on (default "
+        "127.0.0.1)\n"
+        "  --port N            TCP port (default 7000; 0 picks one, see "
+        "--port-file)\n"
+        "  --threads N         worker threads (default: online CPUs)\n"
+        "  --idle-timeout T    close connections silent for longer than T"
+        " (default 30s)\n"
+        "  --tick T            timer granularity (default 100ms)\n"
+        "  --timer MODE        epoll: the epoll_wait timeout (default);\n"
+        "                      timerfd: one timerfd per worker\n"
+        "  --loop LOOP         epoll (default), or uring: accepts, reads\n"
+        "                      and echoes through an io_uring per worker,\n"
+        "                      its wheel on one ring timeout\n"
+        "  --max-conns N       refuse connections beyond N (default: the"
+        " descriptor limit)\n"
+        "  --idle-min T        shrink the idle timeout as connections pass\n"
+        "                      half of --max-conns, down to T at\n"
+        "                      --max-conns (idle timers in a rota lane)\n"
+        "  --duration T        stop by itself after T (default: run until"
+        " SIGINT/SIGTERM)\n"
+        "  --port-file PATH    write the port there once listening\n"
+        "  --quiet             no statistics every second\n"
+        "  --help              this text\n"
+        "\n"
+        "Durations take a unit: ns, us, ms, s (the default) or m.\n");
 }
 
 static void parse_args(int argc, char **argv)
@@ -811,6 +904,10 @@ static void parse_args(int argc, char **argv)
             }
         } else if (strcmp(a, "--max-conns") == 0) {
             cfg.max_conns = cli_long(a, cli_value(argc, argv, &i), 1, 1L << 30);
+        } else if (strcmp(a, "--idle-min") == 0) {
+            cfg.idle_min_ns = cli_duration_ns(a, cli_value(argc, argv, &i));
+            if (cfg.idle_min_ns == 0)
+                cli_die("--idle-min: must be more than 0");
         } else if (strcmp(a, "--duration") == 0) {
             cfg.duration_ns = cli_duration_ns(a, cli_value(argc, argv, &i));
         } else if (strcmp(a, "--port-file") == 0) {
@@ -825,6 +922,10 @@ static void parse_args(int argc, char **argv)
     }
     if (cfg.idle_ns == 0)
         cli_die("--idle-timeout: must be more than 0");
+    if (cfg.idle_min_ns > cfg.idle_ns)
+        cli_die("--idle-min: must not exceed --idle-timeout");
+    if (cfg.idle_min_ns != 0 && cfg.loop == LOOP_URING)
+        cli_die("--idle-min: only with --loop epoll");
     if (cfg.loop == LOOP_URING && cfg.use_timerfd)
         cli_die("--timer timerfd: only with --loop epoll (the ring has its "
                 "own timeout)");

@@ -35,6 +35,7 @@ struct config {
     enum loop_kind loop;
     bool use_timerfd;
     long max_conns;
+    uint64_t idle_min_ns; /* --idle-min; 0: a fixed idle timeout */
     uint64_t duration_ns; /* 0: until a signal */
     const char *port_file;
     bool quiet;

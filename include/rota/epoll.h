@@ -174,7 +174,9 @@ struct rota_epoll {
     uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
     uint64_t rearms_;     /* arming changes (timerfd_settime() calls) */
     uint64_t wakeups_;    /* dispatches that reached the armed deadline */
-    size_t budget_;       /* callbacks per dispatch, 0: no limit */
+    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_epoll_lateness() */
+    size_t budget_;                /* callbacks per dispatch, 0: no limit */
+    struct rota_catchup *catchup_; /* rota_epoll_set_catchup(), or NULL */
 };
 
 /*
@@ -230,6 +232,18 @@ ROTA_API int rota_epoll_dispatch(struct rota_epoll *et);
  */
 ROTA_API void rota_epoll_set_budget(struct rota_epoll *et, size_t max_fires);
 
+struct rota_catchup;
+
+/*
+ * Calm after a stall: advance the wheel through `c` (rota/catchup.h,
+ * initialised by the caller, who keeps it valid while it is set), so that
+ * after a stall overdue timers fire at the policy's rate, the OS timer
+ * waking the loop again at rota_catchup_next_wake(); NULL removes it.
+ * Takes the place of the budget while set.  0 or ROTA_EINVAL (et NULL).
+ */
+ROTA_API int rota_epoll_set_catchup(struct rota_epoll *et,
+                                    struct rota_catchup *c);
+
 /* The deadline (ticks) the loop will wake at, ROTA_NEVER when none. */
 ROTA_API uint64_t rota_epoll_armed(const struct rota_epoll *et);
 
@@ -238,6 +252,14 @@ ROTA_API uint64_t rota_epoll_armed(const struct rota_epoll *et);
  * cancels cost none. */
 ROTA_API uint64_t rota_epoll_rearms(const struct rota_epoll *et);
 ROTA_API uint64_t rota_epoll_wakeups(const struct rota_epoll *et);
+
+/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
+ * was armed at to the clock's reading when the adapter ran, one count per
+ * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
+ * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
+ * per timer, in ticks.  All zero when et is NULL. */
+ROTA_API void rota_epoll_lateness(const struct rota_epoll *et,
+                                  struct rota_lateness *out);
 
 /* The teardown: close the timerfd, if any (idempotent; the wheel and its
  * timers are untouched); then the struct may be freed.  Not from the

@@ -117,6 +117,7 @@ struct rota_ev {
     uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
     uint64_t rearms_;     /* ev_timer_start() calls */
     uint64_t wakeups_;    /* ev_timer callbacks */
+    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_ev_lateness() */
     uint8_t started_;
 };
 
@@ -151,6 +152,14 @@ ROTA_API int rota_ev_sync(struct rota_ev *rw);
 /* ev_timer_start() calls and ev_timer wake-ups so far. */
 ROTA_API uint64_t rota_ev_rearms(const struct rota_ev *rw);
 ROTA_API uint64_t rota_ev_wakeups(const struct rota_ev *rw);
+
+/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
+ * was armed at to the clock's reading when the adapter ran, one count per
+ * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
+ * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
+ * per timer, in ticks.  All zero when rw is NULL. */
+ROTA_API void rota_ev_lateness(const struct rota_ev *rw,
+                               struct rota_lateness *out);
 
 /* The teardown: stop both watchers (the wheel and its timers are left
  * alone); then the struct may be freed.  Not from the wheel's callbacks.

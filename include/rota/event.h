@@ -126,6 +126,7 @@ struct rota_event {
     uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
     uint64_t rearms_;     /* event_add() calls */
     uint64_t wakeups_;    /* evtimer callbacks */
+    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_event_lateness() */
 };
 
 /*
@@ -157,6 +158,14 @@ ROTA_API int rota_event_sync(struct rota_event *rw);
 /* event_add() calls and evtimer wake-ups so far. */
 ROTA_API uint64_t rota_event_rearms(const struct rota_event *rw);
 ROTA_API uint64_t rota_event_wakeups(const struct rota_event *rw);
+
+/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
+ * was armed at to the clock's reading when the adapter ran, one count per
+ * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
+ * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
+ * per timer, in ticks.  All zero when rw is NULL. */
+ROTA_API void rota_event_lateness(const struct rota_event *rw,
+                                  struct rota_lateness *out);
 
 /* The teardown: delete and free the evtimer (the wheel and its timers are
  * left alone); then the struct may be freed.  Not from the wheel's

@@ -145,7 +145,8 @@ struct rota_sdevent {
     uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
     uint64_t rearms_;     /* settings to a deadline */
     uint64_t wakeups_;    /* source callbacks */
-    size_t budget_;       /* callbacks per wake-up, 0: no limit */
+    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_sdevent_lateness() */
+    size_t budget_; /* callbacks per wake-up, 0: no limit */
 };
 
 /*
@@ -204,6 +205,14 @@ ROTA_API uint64_t rota_sdevent_armed(const struct rota_sdevent *rs);
  * prove that touches and cancels cost none. */
 ROTA_API uint64_t rota_sdevent_rearms(const struct rota_sdevent *rs);
 ROTA_API uint64_t rota_sdevent_wakeups(const struct rota_sdevent *rs);
+
+/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
+ * was armed at to the clock's reading when the adapter ran, one count per
+ * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
+ * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
+ * per timer, in ticks.  All zero when rs is NULL. */
+ROTA_API void rota_sdevent_lateness(const struct rota_sdevent *rs,
+                                    struct rota_lateness *out);
 
 /* Disable and release the source (idempotent), dropping its reference to the
  * loop.  The wheel and its timers are untouched.  The struct may be freed

@@ -160,6 +160,7 @@ struct rota_uring {
     uint64_t low_;        /* lowest deadline of the timeouts in flight */
     uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
     uint64_t rearms_, wakeups_, sqes_, updates_, removes_;
+    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_uring_lateness() */
     size_t budget_;      /* callbacks per wake-up, 0: no limit */
     uint32_t timeouts_;  /* timeout SQEs whose completion has not come */
     uint32_t inflight_;  /* all SQEs whose completion has not come */
@@ -178,6 +179,14 @@ struct rota_uring_stats {
     uint32_t inflight; /* SQEs whose completion has not been handled */
     uint8_t update;    /* 1 when moves use IORING_TIMEOUT_UPDATE */
 };
+
+/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
+ * was armed at to the clock's reading when the adapter ran, one count per
+ * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
+ * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
+ * per timer, in ticks.  All zero when ut is NULL. */
+ROTA_API void rota_uring_lateness(const struct rota_uring *ut,
+                                  struct rota_lateness *out);
 
 /*
  * Bind to `ring` and `wheel` (already initialised, in ticks of `clock`; the

@@ -150,6 +150,7 @@ struct rota_uv {
     uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
     uint64_t rearms_;     /* uv_timer_start() calls */
     uint64_t wakeups_;    /* uv timer callbacks */
+    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_uv_lateness() */
     void (*close_cb_)(struct rota_uv *rw);
     int open_handles_;
     uint8_t bound_;       /* init succeeded and no close since */
@@ -188,6 +189,14 @@ ROTA_API int rota_uv_sync(struct rota_uv *rw);
 /* uv_timer_start() calls and uv timer wake-ups so far. */
 ROTA_API uint64_t rota_uv_rearms(const struct rota_uv *rw);
 ROTA_API uint64_t rota_uv_wakeups(const struct rota_uv *rw);
+
+/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
+ * was armed at to the clock's reading when the adapter ran, one count per
+ * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
+ * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
+ * per timer, in ticks.  All zero when rw is NULL. */
+ROTA_API void rota_uv_lateness(const struct rota_uv *rw,
+                               struct rota_lateness *out);
 
 /* The teardown: close both handles (the wheel and its timers are left
  * alone).  libuv closes handles asynchronously: `cb` (may be NULL) runs from

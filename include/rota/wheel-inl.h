@@ -55,6 +55,8 @@ struct rota_wheel {
      * rota_timer_arm_in() only; NULL when none is set. */
     uint64_t (*time_fn_)(void *arg);
     void *time_arg_;
+    /* rota_wheel_lateness(): one increment per fire, in the fire loops. */
+    uint64_t late_[ROTA_LATE_BUCKETS];
 };
 
 /* link_.prev of an idle timer: not the address of any link (odd, and in

@@ -740,6 +740,14 @@ take_due(struct rota_wheel *w, struct rota_timer *t, rota_timer_fn **fn)
     return w->now_ - fired;
 }
 
+/* Count a fire `late` ticks after its deadline (rota_wheel_lateness()):
+ * bucket 0 on time, bucket k for 2^(k-1) <= late < 2^k. */
+static inline __attribute__((always_inline)) void
+count_late(struct rota_wheel *w, uint64_t late)
+{
+    w->late_[late == 0 ? 0 : 64 - __builtin_clzll(late)]++;
+}
+
 /* What begin_pass() found. */
 enum pass_start {
     PASS_RUN,       /* something may be due: run the pass */
@@ -853,6 +861,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
             }
             rota_timer_fn *fn;
             uint64_t late = take_due(w, t, &fn);
+            count_late(w, late);
             count++;
             /* The next due timer's miss overlaps with this callback. */
             __builtin_prefetch(w->due_.next);
@@ -925,7 +934,7 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
         struct rota_timer *t;
         while ((t = peek_due(w, &b)) != NULL && spend(&b, &b.fires)) {
             rota_timer_fn *fn;
-            take_due(w, t, &fn);
+            count_late(w, take_due(w, t, &fn));
             out[count++] = t;
         }
         more = b.stopped && work_left(w);
@@ -1071,6 +1080,14 @@ void rota_wheel_stats(const struct rota_wheel *w, struct rota_stats *out)
         return;
     *out = w->stats_;
     out->pending = pending_count(w);
+}
+
+void rota_wheel_lateness(const struct rota_wheel *w, struct rota_lateness *out)
+{
+    if (w == NULL || out == NULL)
+        return;
+    for (unsigned k = 0; k < ROTA_LATE_BUCKETS; k++)
+        out->count[k] = w->late_[k];
 }
 
 int rota_wheel_drain(struct rota_wheel *w,

@@ -144,4 +144,33 @@ static inline uint64_t loop_earlier_deadline(struct rota_wheel *wheel,
     return next < armed ? next : ROTA_NEVER;
 }
 
+/*
+ * A wake-up for the OS timer armed at `deadline` (ticks of `clock`):
+ * count how late it came, in nanoseconds from the deadline's start to a
+ * fresh clock reading, in `hist`'s log2 bucket (struct rota_lateness: 0 on
+ * time, k for 2^(k-1)..2^k - 1 ns).  One clock read per wake-up, never per
+ * timer.  What the adapters' *_lateness() calls copy out.
+ */
+static inline void loop_count_wake(uint64_t hist[ROTA_LATE_BUCKETS],
+                                   const struct rota_clock *clock,
+                                   uint64_t deadline)
+{
+    if (deadline == ROTA_NEVER)
+        return;
+    uint64_t due = loop_ticks_to_ns(deadline, rota_clock_ns(clock, 1));
+    uint64_t now = rota_clock_now_ns(clock);
+    uint64_t late = now > due ? now - due : 0;
+    hist[late == 0 ? 0 : 64 - __builtin_clzll(late)]++;
+}
+
+/* Copy a wake-up histogram out (the adapters' *_lateness()). */
+static inline void loop_copy_lateness(const uint64_t hist[ROTA_LATE_BUCKETS],
+                                      struct rota_lateness *out)
+{
+    if (out == NULL)
+        return;
+    for (unsigned k = 0; k < ROTA_LATE_BUCKETS; k++)
+        out->count[k] = hist == NULL ? 0 : hist[k];
+}
+
 #endif

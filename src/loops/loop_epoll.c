@@ -23,10 +23,12 @@
  */
 #define _GNU_SOURCE /* timerfd, CLOCK_MONOTONIC, CLOCK_BOOTTIME under -std=c11 */
 #include "loop_common.h"
+#include "rota/catchup.h"
 #include "rota/epoll.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,7 +122,9 @@ int rota_epoll_init(struct rota_epoll *et, struct rota_wheel *wheel,
     et->seen_armed_ = 0;
     et->rearms_ = 0;
     et->wakeups_ = 0;
+    memset(et->late_ns_, 0, sizeof et->late_ns_);
     et->budget_ = 0;
+    et->catchup_ = NULL;
     /* No wheel until it is checked: close after a failed init must not
      * read one that was never initialised. */
     et->wheel_ = NULL;
@@ -164,6 +168,14 @@ void rota_epoll_set_budget(struct rota_epoll *et, size_t max_fires)
         et->budget_ = max_fires;
 }
 
+int rota_epoll_set_catchup(struct rota_epoll *et, struct rota_catchup *c)
+{
+    if (et == NULL)
+        return ROTA_EINVAL;
+    et->catchup_ = c;
+    return 0;
+}
+
 uint64_t rota_epoll_rearms(const struct rota_epoll *et)
 {
     return et == NULL ? 0 : et->rearms_;
@@ -174,6 +186,11 @@ uint64_t rota_epoll_wakeups(const struct rota_epoll *et)
     return et == NULL ? 0 : et->wakeups_;
 }
 
+void rota_epoll_lateness(const struct rota_epoll *et, struct rota_lateness *out)
+{
+    loop_copy_lateness(et == NULL ? NULL : et->late_ns_, out);
+}
+
 int rota_epoll_sync(struct rota_epoll *et)
 {
     if (et == NULL || et->wheel_ == NULL)
@@ -181,6 +198,10 @@ int rota_epoll_sync(struct rota_epoll *et)
     uint64_t next =
         loop_earlier_deadline(et->wheel_, &et->seen_armed_, et->armed_);
     if (next == ROTA_NEVER)
+        return 0;
+    /* During a catch-up a new timer waits its turn like the overdue ones:
+     * waking for it would only be held back. */
+    if (et->catchup_ != NULL && rota_catchup_active(et->catchup_))
         return 0;
     return arm_at(et, next);
 }
@@ -230,6 +251,21 @@ int rota_epoll_dispatch(struct rota_epoll *et)
     if (now < loop_wheel_time(et->wheel_))
         now = loop_wheel_time(et->wheel_); /* not a clock step back: above */
     et->wakeups_++;
+    loop_count_wake(et->late_ns_, &et->clock_, et->armed_);
+    if (et->catchup_ != NULL) {
+        int fired = rota_catchup_advance(et->catchup_, et->wheel_, now);
+        if (fired < 0)
+            return fired;
+        int rc;
+        if (rota_catchup_active(et->catchup_)) {
+            /* Held back: wake at the policy's next turn, not at once. */
+            et->seen_armed_ = loop_armed_count(et->wheel_);
+            rc = arm_at(et, rota_catchup_next_wake(et->catchup_, et->wheel_));
+        } else {
+            rc = rearm(et);
+        }
+        return rc < 0 ? rc : fired;
+    }
     if (et->budget_ == 0) {
         int fired = rota_wheel_advance(et->wheel_, now);
         if (fired < 0)

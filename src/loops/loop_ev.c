@@ -21,6 +21,7 @@
 #include "rota/ev.h"
 
 #include <stddef.h>
+#include <string.h>
 
 uint64_t rota_ev_now(const struct rota_ev *rw)
 {
@@ -66,6 +67,7 @@ static void on_ev_timer(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     rw->wakeups_++;
+    loop_count_wake(rw->late_ns_, &rw->clock_, rw->armed_);
     rw->armed_ = ROTA_NEVER; /* libev stopped the one-shot timer */
     rota_wheel_advance(rw->wheel_, rota_clock_now(&rw->clock_));
     rw->seen_armed_ = loop_armed_count(rw->wheel_);
@@ -96,6 +98,7 @@ int rota_ev_init(struct rota_ev *rw, struct ev_loop *loop,
     rw->seen_armed_ = 0; /* so the sync below looks at the wheel */
     rw->rearms_ = 0;
     rw->wakeups_ = 0;
+    memset(rw->late_ns_, 0, sizeof rw->late_ns_);
     ev_timer_init(&rw->timer_, on_ev_timer, 0., 0.);
     ev_prepare_init(&rw->prepare_, on_ev_prepare);
     ev_prepare_start(loop, &rw->prepare_);
@@ -114,6 +117,11 @@ uint64_t rota_ev_rearms(const struct rota_ev *rw)
 uint64_t rota_ev_wakeups(const struct rota_ev *rw)
 {
     return rw == NULL ? 0 : rw->wakeups_;
+}
+
+void rota_ev_lateness(const struct rota_ev *rw, struct rota_lateness *out)
+{
+    loop_copy_lateness(rw == NULL ? NULL : rw->late_ns_, out);
 }
 
 void rota_ev_close(struct rota_ev *rw)

@@ -22,6 +22,7 @@
 #include "rota/event.h"
 
 #include <stddef.h>
+#include <string.h>
 #include <sys/time.h>
 
 uint64_t rota_event_now(const struct rota_event *rw)
@@ -83,6 +84,7 @@ static void on_evtimer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     rw->wakeups_++;
+    loop_count_wake(rw->late_ns_, &rw->clock_, rw->armed_);
     rw->armed_ = ROTA_NEVER; /* a non-persistent event is deleted once run */
     rota_wheel_advance(rw->wheel_, rota_clock_now(&rw->clock_));
     rw->seen_armed_ = loop_armed_count(rw->wheel_);
@@ -106,6 +108,7 @@ int rota_event_init(struct rota_event *rw, struct event_base *base,
     rw->seen_armed_ = 0; /* so the sync below looks at the wheel */
     rw->rearms_ = 0;
     rw->wakeups_ = 0;
+    memset(rw->late_ns_, 0, sizeof rw->late_ns_);
     rw->timer_ = evtimer_new(base, on_evtimer, rw);
     if (rw->timer_ == NULL)
         return ROTA_ENOMEM;
@@ -126,6 +129,11 @@ uint64_t rota_event_rearms(const struct rota_event *rw)
 uint64_t rota_event_wakeups(const struct rota_event *rw)
 {
     return rw == NULL ? 0 : rw->wakeups_;
+}
+
+void rota_event_lateness(const struct rota_event *rw, struct rota_lateness *out)
+{
+    loop_copy_lateness(rw == NULL ? NULL : rw->late_ns_, out);
 }
 
 void rota_event_close(struct rota_event *rw)

@@ -37,6 +37,7 @@
 #include "rota/sdevent.h"
 
 #include <errno.h>
+#include <string.h>
 #include <time.h>
 
 /* Ticks to sd-event's microseconds, rounded up (never before the deadline);
@@ -118,6 +119,7 @@ static int on_time(sd_event_source *s, uint64_t usec, void *userdata)
     (void)s;
     (void)usec;
     rs->wakeups_++;
+    loop_count_wake(rs->late_ns_, &rs->clock_, rs->armed_);
     uint64_t now = rota_clock_now(&rs->clock_);
     if (now < rs->armed_) {
         /* CLOCK_MONOTONIC has passed the setting (sd-event fired the
@@ -159,6 +161,7 @@ int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
     rs->seen_armed_ = 0;
     rs->rearms_ = 0;
     rs->wakeups_ = 0;
+    memset(rs->late_ns_, 0, sizeof rs->late_ns_);
     rs->budget_ = 0;
     if (event == NULL || !loop_can_bind(wheel, clock))
         return ROTA_EINVAL;
@@ -235,6 +238,12 @@ uint64_t rota_sdevent_rearms(const struct rota_sdevent *rs)
 uint64_t rota_sdevent_wakeups(const struct rota_sdevent *rs)
 {
     return rs == NULL ? 0 : rs->wakeups_;
+}
+
+void rota_sdevent_lateness(const struct rota_sdevent *rs,
+                           struct rota_lateness *out)
+{
+    loop_copy_lateness(rs == NULL ? NULL : rs->late_ns_, out);
 }
 
 void rota_sdevent_close(struct rota_sdevent *rs)

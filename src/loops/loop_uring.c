@@ -203,6 +203,7 @@ static int wake(struct rota_uring *ut, uint64_t fired_at_least)
     if (now < loop_wheel_time(ut->wheel_))
         now = loop_wheel_time(ut->wheel_);
     ut->wakeups_++;
+    loop_count_wake(ut->late_ns_, &ut->clock_, fired_at_least);
     size_t fired = 0;
     int more = 0;
     ut->in_handle_ = 1;
@@ -283,6 +284,11 @@ uint64_t rota_uring_armed(const struct rota_uring *ut)
 unsigned rota_uring_inflight(const struct rota_uring *ut)
 {
     return ut == NULL ? 0 : ut->inflight_;
+}
+
+void rota_uring_lateness(const struct rota_uring *ut, struct rota_lateness *out)
+{
+    loop_copy_lateness(ut == NULL ? NULL : ut->late_ns_, out);
 }
 
 void rota_uring_stats(const struct rota_uring *ut, struct rota_uring_stats *out)

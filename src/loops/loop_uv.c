@@ -33,6 +33,7 @@
 #include "rota/uv.h"
 
 #include <stddef.h>
+#include <string.h>
 
 static uint64_t loop_ticks(const struct rota_uv *rw)
 {
@@ -104,6 +105,7 @@ static void on_uv_timer(uv_timer_t *handle)
     uint64_t now = loop_ticks(rw);
 
     rw->wakeups_++;
+    loop_count_wake(rw->late_ns_, &rw->clock_, rw->armed_);
     rw->armed_ = ROTA_NEVER; /* a one-shot uv timer is stopped when it runs */
     rota_wheel_advance(rw->wheel_, now);
 
@@ -153,6 +155,7 @@ int rota_uv_init(struct rota_uv *rw, uv_loop_t *loop, struct rota_wheel *wheel,
     rw->seen_armed_ = 0; /* so the sync below looks at the wheel */
     rw->rearms_ = 0;
     rw->wakeups_ = 0;
+    memset(rw->late_ns_, 0, sizeof rw->late_ns_);
     rw->close_cb_ = NULL;
     rw->deferred_ = 0;
     if (uv_timer_init(loop, &rw->timer_) != 0)
@@ -179,6 +182,11 @@ uint64_t rota_uv_rearms(const struct rota_uv *rw)
 uint64_t rota_uv_wakeups(const struct rota_uv *rw)
 {
     return rw == NULL ? 0 : rw->wakeups_;
+}
+
+void rota_uv_lateness(const struct rota_uv *rw, struct rota_lateness *out)
+{
+    loop_copy_lateness(rw == NULL ? NULL : rw->late_ns_, out);
 }
 
 static void on_closed(uv_handle_t *handle)
