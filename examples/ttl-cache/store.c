@@ -333,6 +333,8 @@ static struct {
     struct rota_keyed *map; /* NULL: nothing pending */
     struct value **all;     /* the old map's values: all[0, len) */
     size_t len, cap;
+    struct value **vol; /* the old index of keys with a TTL, and its */
+    size_t vol_cap;     /* capacity: freed with the rest (8 MB a million) */
 } lazy;
 
 /* Free up to `n` of the pending values (SIZE_MAX: all); true when some
@@ -350,6 +352,7 @@ static bool lazy_free(size_t n)
         return true;
     rota_keyed_destroy(lazy.map);
     free(lazy.all);
+    free(lazy.vol);
     lazy.map = NULL;
     return false;
 }
@@ -368,7 +371,9 @@ void store_flush_async(void)
     lazy.all = S.all;
     lazy.len = S.all_len;
     lazy.cap = S.all_cap;
-    S.all = NULL; /* handed over: index_reset() must not free it */
+    lazy.vol = S.vol;
+    lazy.vol_cap = S.vol_cap;
+    S.all = S.vol = NULL; /* handed over: index_reset() must not free them */
     S.map = fresh;
     index_reset();
 }
@@ -534,7 +539,7 @@ size_t store_used_memory(void)
                   (S.all_cap + S.vol_cap) * sizeof(struct value *);
     if (lazy.map != NULL) {
         rota_keyed_stats(lazy.map, &st);
-        used += st.bytes + lazy.cap * sizeof *lazy.all;
+        used += st.bytes + (lazy.cap + lazy.vol_cap) * sizeof *lazy.all;
     }
     if (used > S.peak_memory)
         S.peak_memory = used;
