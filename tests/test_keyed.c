@@ -787,6 +787,49 @@ TEST(table_grows_and_shrinks)
     rota_keyed_destroy(map);
 }
 
+/* rota_keyed_next_growth() foretells every growth: the table's memory
+ * rises only at the insert that reaches the count it gave, and by the
+ * bytes it gave (8-byte keys: no key blocks, so only tables move it). */
+TEST(next_growth_foretells_memory)
+{
+    struct rota_keyed *map = NULL;
+    struct rota_keyed_config cfg = {.seed = seed_a};
+    struct rota_keyed_stats st;
+    size_t at = 0, more = 0, growths = 0, wrong = 0, last = 0;
+
+    rota_keyed_next_growth(NULL, &at, &more); /* stores nothing */
+    CHECK_EQ_INT(at, 0);
+    CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0);
+    rota_keyed_next_growth(map, NULL, NULL);
+    rota_keyed_next_growth(map, &at, &more);
+    CHECK_EQ_INT(at, 1); /* no table yet: the first insert makes one */
+    CHECK(more > 0);
+    for (uint64_t i = 0; i < 200000; i++) {
+        rota_keyed_stats(map, &st);
+        size_t before = st.bytes;
+        rota_keyed_next_growth(map, &at, &more);
+        CHECK_EQ_INT(rota_keyed_set_in(map, &i, sizeof i, NULL, i, NULL), 0);
+        rota_keyed_stats(map, &st);
+        bool due = st.count == at;
+        if (st.bytes > before && due && st.bytes - before == more) {
+            growths++;
+            last = more;
+        } else if (st.bytes > before || due)
+            wrong++;
+    }
+    CHECK_EQ_INT(wrong, 0);
+    /* A table of 8 slots, then 16 doublings to 2^19 (at 196,609). */
+    CHECK_EQ_INT(growths, 17);
+    /* Mid-resize the answer is the growth after it, twice as big. */
+    rota_keyed_next_growth(map, &at, &more);
+    rota_keyed_stats(map, &st);
+    CHECK_EQ_INT(st.slots, (size_t)1 << 19);
+    CHECK_EQ_INT(at, st.slots / 4 * 3 + 1);
+    CHECK_EQ_INT(more, 2 * last);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
 /* --------------------------------------------------------------- hashing */
 
 /* SipHash-2-4 reference output from the paper (key 00..0f, message
@@ -1376,6 +1419,7 @@ static const struct h_test tests[] = {
     H_TEST(allocator_hook_sees_every_allocation_and_free),
     H_TEST(memory_per_entry_is_as_documented),
     H_TEST(table_grows_and_shrinks),
+    H_TEST(next_growth_foretells_memory),
     H_TEST(siphash_matches_its_reference_vectors),
     H_TEST(flooding_switches_to_siphash),
     H_TEST(fasthash_uses_every_byte),

@@ -246,6 +246,9 @@ void store_set_expire(struct value *v, long long when);
 struct value *store_append(struct value *v, const void *p, size_t n);
 bool store_delete(const char *key, size_t len);
 void store_flush(void);
+/* Empty the store at once; the old keys are freed over later loop turns
+ * (store_expire()). */
+void store_flush_async(void);
 size_t store_count(void);
 size_t store_used_memory(void);
 /* Evict until used memory is within maxmemory; false when it cannot. */

@@ -244,8 +244,10 @@ static void cmd_command_info(struct client *c, struct arg *a, size_t argc)
  * transactional pipeline: after MULTI each command is checked (unknown,
  * arity, memory) and queued ("+QUEUED"), or refused, which dooms the
  * transaction (EXEC answers EXECABORT).  EXEC runs the queue with nothing
- * in between (the server has one thread) and answers an array of the
- * replies.  WATCH is not supported (it is an unknown command).  The queue
+ * in between (the server has one thread), at one instant of the clock,
+ * and answers an array of the replies.  Over --maxmemory, an EXEC whose
+ * queue adds data is refused as a whole and the transaction discarded
+ * (EXECABORT naming the OOM error), as is an EXEC with arguments.  WATCH is not supported (it is an unknown command).  The queue
  * is bounded by --client-query-buffer-limit, like the input it came from.
  */
 void multi_reset(struct client *c)
@@ -327,8 +329,7 @@ static void cmd_exec(struct client *c, struct arg *a, size_t argc)
     out_array(c, (long long)c->queued);
     for (size_t i = 0; i < c->queued; i++) {
         struct queued *q = &c->queue[i];
-        store_tick();
-        S.commands++;
+        S.commands++; /* the clock stays at EXEC's instant, as in Redis */
         resolve(q->argv, q->argc)->fn(c, q->argv, q->argc);
     }
     multi_reset(c);
@@ -452,19 +453,39 @@ static void reply_unknown_sub(struct client *c, const struct command *cmd,
                (int)(len < 128 ? len : 128), sub->p, upper);
 }
 
-/* Redis's rejectCommand(): the error, and a transaction in progress
- * doomed; a refused EXEC discards the transaction at once and says why
- * (EXECABORT, the reason without its "ERR "), in MULTI or not. */
-static void reject(struct client *c, const struct command *cmd, const char *err)
+/*
+ * Refuse a command as Redis's rejectCommand() does: a transaction in
+ * progress is doomed, and a refused EXEC discards it at once, answering
+ * EXECABORT with the reason (without its ERR prefix).
+ */
+static void reject(struct client *c, const struct command *cmd, const char *msg)
 {
-    if (cmd->fn == cmd_exec) {
-        multi_reset(c);
-        out_errorf(c, "EXECABORT Transaction discarded because of: %s",
-                   strncmp(err, "ERR ", 4) == 0 ? err + 4 : err);
+    c->multi_dirty = c->multi;
+    if (cmd == NULL || cmd->fn != cmd_exec) {
+        out_error(c, msg);
         return;
     }
-    out_error(c, err);
-    c->multi_dirty = c->multi;
+    multi_reset(c);
+    if (strncmp(msg, "ERR ", 4) == 0)
+        msg += 4;
+    out_errorf(c, "EXECABORT Transaction discarded because of: %s", msg);
+}
+
+/* Whether the command is refused while memory is over the bound: one that
+ * adds data, anything but EXEC and DISCARD once in MULTI (the queue
+ * grows), and EXEC when it would run one that adds data. */
+static bool refused_when_full(const struct client *c, const struct command *cmd)
+{
+    if (cmd->flags & CMD_DENYOOM)
+        return true;
+    if (!c->multi || cmd->fn == cmd_discard || cmd->fn == cmd_quit)
+        return false;
+    if (cmd->fn != cmd_exec)
+        return true;
+    for (size_t i = 0; i < c->queued; i++)
+        if (resolve(c->queue[i].argv, c->queue[i].argc)->flags & CMD_DENYOOM)
+            return true;
+    return false;
 }
 
 /*
@@ -516,7 +537,7 @@ void execute(struct client *c, struct arg *a, size_t argc)
         reject(c, cmd, "NOAUTH Authentication required.");
         return;
     }
-    if (S.maxmemory > 0 && !store_evict() && (cmd->flags & CMD_DENYOOM)) {
+    if (S.maxmemory > 0 && !store_evict() && refused_when_full(c, cmd)) {
         reject(c, cmd,
                "OOM command not allowed when used memory > 'maxmemory'.");
         return;

@@ -10,7 +10,10 @@ compares the replies byte for byte:
   1. scripted cases: malformed and cut requests on fresh connections (the
      whole exchange, up to the server closing), half-close, expiry
      boundaries on the real clock, every command of the subset with edge
-     arguments;
+     arguments, EXEC's frozen clock, FLUSHALL ASYNC;
+  1b. a second pair of servers at maxmemory 4mb (noeviction), filled past
+     it by another client: a transaction queued before (EXECABORT naming
+     the OOM error), commands in MULTI once over the bound;
   2. a seeded random stream (ROTA_SEED=n repeats one; the seed is printed)
      of every command of the subset over a pool of awkward keys (empty,
      binary, CR LF, 300 bytes) and values (integer edges, non-integers),
@@ -135,6 +138,11 @@ def main():
     finally:
         status = cache.stop()
         redis.stop()
+    if fault is None:
+        try:
+            d.compared += over_the_bound(binary, d.t)
+        except Mismatch:
+            pass
     if fault is not None:
         caught = d.t.failed > 0
         print("planted fault %r %s" % (fault, "caught: the comparison can fail"
@@ -516,6 +524,64 @@ def scripted(d):
     d.cmd("FLUSHALL")
     d.cmd("DBSIZE")
     d.cmd("INFO", "keyspace")
+    # EXEC with arguments discards the transaction; the clock stands still
+    # inside EXEC (a key set with PX 1 is still there for the next command
+    # of the same EXEC, however long the queue takes).
+    for args in [("EXEC", "x"), ("MULTI",), ("SET", "tx", "1"), ("EXEC", "x"),
+                 ("GET", "tx"), ("EXEC",), ("MULTI",),
+                 ("SET", "px", "v", "PX", "1"),
+                 *[("SET", "pad%d" % i, "v" * 1000000) for i in range(10)],
+                 ("GET", "px"), ("EXEC",), ("SET", "px", "kept")]:
+        d.cmd(*args)
+    # FLUSHALL ASYNC and FLUSHDB ASYNC empty the keyspace for the next
+    # command, however many keys they free.
+    for args in [("MSET", *["f%d" % i for i in range(2000)]), ("DBSIZE",),
+                 ("FLUSHALL", "ASYNC"), ("DBSIZE",), ("GET", "f0"),
+                 ("SET", "f0", "1"), ("FLUSHDB", "ASYNC"), ("FLUSHALL", "ASYNC"),
+                 ("DBSIZE",), ("EXISTS", "f0")]:
+        d.cmd(*args)
+
+
+def over_the_bound(binary, t):
+    """Both servers at --maxmemory 4mb, noeviction: a transaction queued
+    under the bound and run after another client filled memory past it
+    (EXECABORT naming the OOM error; nothing of it runs), and commands in
+    MULTI once over the bound."""
+    redis = Server.redis()
+    c = redis.connect()
+    c.call("CONFIG", "SET", "maxmemory", "4mb")
+    c.close()
+    cache = Server.cache(binary, "--maxmemory", "4mb")
+    d = Diff(redis, cache, stop_at_first=False)
+    d.t = t
+    for args in [("SET", "before", "1"), ("MULTI",), ("SET", "tx", "1"),
+                 ("INCR", "before")]:
+        d.cmd(*args)
+    fillers = []
+    for srv in (redis, cache):  # another client fills memory
+        f, i, full = srv.connect(), 0, False
+        while not full and i < 100000:
+            f.send(b"".join(encode("SET", "fill%d" % (i + j), "v" * 1000)
+                            for j in range(100)))
+            full = [f.reply() for _ in range(100)][-1].startswith(b"-OOM")
+            i += 100
+        fillers.append(f)
+    # Redis counts the request it is running (the refused SET's value),
+    # so it was over the bound by a hair only while running it: lower its
+    # bound well below its data (the cache counts no buffers; it stays
+    # over).
+    fillers[0].call("CONFIG", "SET", "maxmemory", "2mb")
+    for args in [("EXEC",), ("GET", "tx"), ("GET", "before"), ("MULTI",),
+                 ("GET", "before"), ("PING",), ("EXEC",), ("EXEC",),
+                 ("MULTI",), ("DISCARD",), ("MULTI",), ("EXEC",),
+                 ("MULTI",), ("DEL", "before"), ("EXEC",), ("SET", "x", "1"),
+                 ("FLUSHALL", "ASYNC"), ("DBSIZE",)]:
+        d.cmd(*args)
+    for f in fillers:
+        f.close()
+    cache.stop()
+    redis.stop()
+    return d.compared
 
 
 # ---------------------------------------------------------- random part

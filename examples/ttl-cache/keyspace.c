@@ -521,7 +521,10 @@ static void cmd_flushdb(struct client *c, struct arg *a, size_t argc)
         out_error(c, syntax_error);
         return;
     }
-    store_flush();
+    if (argc == 2 && opt_is(&a[1], "ASYNC"))
+        store_flush_async();
+    else
+        store_flush();
     out_ok(c);
 }
 

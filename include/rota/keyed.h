@@ -270,6 +270,21 @@ ROTA_API void rota_keyed_stats(const struct rota_keyed *map,
                                struct rota_keyed_stats *out);
 
 /*
+ * The table's next growth, for a caller that keeps its memory under a
+ * bound (see MEMORY): once the count reaches *at_count (by an insert, with
+ * no resize running), the map allocates *bytes more for a table twice the
+ * size, held beside the current one until the resize ends.  A caller that
+ * counts a share of *bytes with each insert as the count approaches
+ * *at_count has counted all of it when the growth comes, so no single call
+ * makes its memory jump.  While a resize runs, the growth after it; with
+ * no table yet, the first insert's (*at_count 1).  *at_count is SIZE_MAX
+ * and *bytes 0 when the table is at its largest.  Either pointer may be
+ * NULL; nothing is stored for a NULL map.  O(1).
+ */
+ROTA_API void rota_keyed_next_growth(const struct rota_keyed *map,
+                                     size_t *at_count, size_t *bytes);
+
+/*
  * Check every invariant: each entry reachable from its home slot, counts,
  * memory accounting, each deadline armed on the wheel, and the wheel's own
  * (rota_wheel_check()).  O(entries + slots).  For tests and debugging.

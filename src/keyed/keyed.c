@@ -992,6 +992,28 @@ void rota_keyed_stats(const struct rota_keyed *m, struct rota_keyed_stats *out)
     };
 }
 
+void rota_keyed_next_growth(const struct rota_keyed *m, size_t *at_count,
+                            size_t *bytes)
+{
+    if (m == NULL)
+        return;
+    /* maybe_resize()'s rule, applied to the table a running resize ends
+     * with (next while it is being emptied, else cur). */
+    size_t size = m->next.size != 0 ? m->next.size : m->cur.size;
+    size_t at = 1, more = MIN_SLOTS * sizeof(struct slot);
+    if (size >= MAX_SLOTS) {
+        at = SIZE_MAX;
+        more = 0;
+    } else if (size != 0) {
+        at = size / 4 * 3 + 1;
+        more = size * 2 * sizeof(struct slot);
+    }
+    if (at_count != NULL)
+        *at_count = at;
+    if (bytes != NULL)
+        *bytes = more;
+}
+
 /* --------------------------------------------------------- invariants */
 
 #define FAIL(text)                                                             \
