@@ -258,19 +258,19 @@ arm(struct rota_service *svc, uint64_t deadline, uint64_t period,
     struct shard *sh = &svc->shards[home];
     int rc = 0;
 
-    uint32_t index = NIL;
+    struct rec *r = NULL;
     rota__lock(&sh->mu);
     /* Under the lock: stop looks at this shard after setting the flag. */
     if (atomic_load_explicit(&svc->stopping, memory_order_relaxed))
         rc = ROTA_ESHUTDOWN;
     else
-        rc = rota__service_take_record(svc, sh, &index);
-    if (rc != 0) {
+        r = rota__service_take_record(svc, sh, &rc);
+    if (r == NULL) {
         rota__unlock(&sh->mu);
         rota__service_live_gone(svc);
         return rc;
     }
-    struct rec *r = rec_at(svc, index);
+    uint32_t index = r->index;
     uint32_t gen = gen_of(atomic_load_explicit(&r->word, memory_order_relaxed));
     r->fn = fn;
     r->arg = arg;

@@ -328,21 +328,17 @@ int rota__service_take_slow(struct rota_service *svc, struct shard *sh);
 void rota__service_free_slow(struct rota_service *svc, struct shard *sh);
 
 /* Pop a free record off the shard's hot chain (refilled from its spare
- * chain or the depot when empty); the shard's lock is held.  0, or
- * ROTA_ENOMEM.  Inline: an arm pays no call for it. */
-static inline int rota__service_take_record(struct rota_service *svc,
-                                            struct shard *sh, uint32_t *out)
+ * chain or the depot when empty); the shard's lock is held.  The record,
+ * or NULL with *rc set (ROTA_ENOMEM).  Inline: an arm pays no call. */
+static inline struct rec *rota__service_take_record(struct rota_service *svc,
+                                                    struct shard *sh, int *rc)
 {
-    if (sh->hot_n == 0) {
-        int rc = rota__service_take_slow(svc, sh);
-        if (rc != 0)
-            return rc;
-    }
+    if (sh->hot_n == 0 && (*rc = rota__service_take_slow(svc, sh)) != 0)
+        return NULL;
     struct rec *r = rec_at(svc, sh->hot);
-    *out = sh->hot;
     sh->hot = r->free_next;
     sh->hot_n--;
-    return 0;
+    return r;
 }
 
 /* Push a record that was just freed onto its shard's hot chain; the

@@ -157,20 +157,27 @@ static bool far_grow(struct shard *sh)
 /* Append the record to the far vector; false if it is full and can
  * neither close holes (none, or a scan runs) nor grow: the caller files
  * the record on a band list or in the wheel instead. */
+static __attribute__((noinline)) bool far_make_room(struct shard *sh)
+{
+    uint32_t holes = sh->far_len - sh->far_live;
+    bool can_compact = !sh->far_scanning && holes != 0;
+    if (can_compact && holes >= sh->far_len / 2)
+        far_compact(sh);
+    else if (!far_grow(sh)) {
+        if (!can_compact)
+            return false;
+        far_compact(sh);
+    }
+    return true;
+}
+
 static bool far_push(struct shard *sh, struct rec *r, uint64_t band,
                      uint64_t deadline)
 {
-    if (sh->far_len == sh->far_cap) {
-        uint32_t holes = sh->far_len - sh->far_live;
-        bool can_compact = !sh->far_scanning && holes != 0;
-        if (can_compact && holes >= sh->far_len / 2)
-            far_compact(sh);
-        else if (!far_grow(sh)) {
-            if (!can_compact)
-                return false;
-            far_compact(sh);
-        }
-    }
+    /* The full vector's work is out of line: the append that is left
+     * saves no registers. */
+    if (sh->far_len == sh->far_cap && !far_make_room(sh))
+        return false;
     r->sband = STAGE_FAR;
     r->soff = (uint16_t)(deadline & ((1u << STAGE_SHIFT) - 1u));
     r->snext = sh->far_len;
