@@ -367,7 +367,7 @@ void rota__service_stage_init(struct shard *sh, uint64_t now);
 void rota__service_file(struct shard *sh, struct rec *r, uint64_t deadline,
                         bool far_ok);
 void rota__service_unstage(struct shard *sh, struct rec *r);
-bool rota__service_stage_pump(struct shard *sh, uint64_t now);
+bool rota__service_stage_pump(struct shard *sh, uint64_t now, bool ahead);
 uint64_t rota__service_stage_next(const struct shard *sh);
 void rota__service_stage_fini(struct shard *sh);
 int rota__service_stage_check(struct rota_service *svc, struct shard *sh,

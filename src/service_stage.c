@@ -308,17 +308,20 @@ static bool far_scan(struct shard *sh, unsigned *budget)
 }
 
 /*
- * Move the bands that start at most one band after `now` into the wheel,
- * at most STAGE_BATCH records; the shard's lock is held.  Before the band
- * lists' cursor comes within half a horizon of far_from, a far scan moves
- * the far timers due within the horizon onto the lists.  Returns true if
- * work remains (call again before advancing the wheel).
+ * Move the bands that start at most one band after `now` into the wheel
+ * (`ahead`), or only those that have started (not `ahead`: the bands that
+ * may hold timers due at `now`), at most STAGE_BATCH records; the shard's
+ * lock is held.  Before the band lists' cursor comes within half a
+ * horizon of far_from, a far scan moves the far timers due within the
+ * horizon onto the lists.  Returns true if work remains.
  */
-bool rota__service_stage_pump(struct shard *sh, uint64_t now)
+bool rota__service_stage_pump(struct shard *sh, uint64_t now, bool ahead)
 {
-    uint64_t last = (now >> STAGE_SHIFT) + 1;
+    uint64_t last = (now >> STAGE_SHIFT) + (ahead ? 1u : 0u);
     unsigned budget = STAGE_BATCH;
     for (;;) {
+        /* Only pumps move stage_next, so in a steady pass the scan falls
+         * due in the `ahead` pump, after the pass's fires. */
         if (sh->far_scanning ||
             sh->far_from <= sh->stage_next + STAGE_BANDS / 2) {
             if (!far_scan(sh, &budget))

@@ -261,6 +261,47 @@ static void test_home_shard_per_service(void)
     fix_fini(&fb);
 }
 
+/* A clock that jumps past timers on the band lists, on the far vector and
+ * in the wheel fires them all in deadline order: what was staged is moved
+ * in before the wheel advances.  The wheel's timer is touched later than
+ * a staged one, so an advance before the move would fire it first. */
+static int order_ids[8];
+static atomic_int order_n;
+
+static void order_fn(struct rota_service *svc,
+                     const struct rota_service_event *ev)
+{
+    (void)svc;
+    int k = atomic_fetch_add(&order_n, 1);
+    if (k < 8)
+        order_ids[k] = (int)(intptr_t)ev->arg;
+}
+
+static void test_jump_fires_in_deadline_order(void)
+{
+    struct fix f;
+    struct rota_service_handle w;
+    fix_init(&f, 0);
+    atomic_store(&order_n, 0);
+    /* 1: in the wheel (due in 100 us), then touched to 40 ms: a store. */
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 100 * ST_US, order_fn, (void *)1, &w), 0);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    CHECK_EQ_INT(rota_service_touch_in(f.svc, w, 40 * ST_MS), 0);
+    /* 0 and 2 on band lists, 3 on the far vector. */
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 30 * ST_MS, order_fn, (void *)0, NULL), 0);
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 700 * ST_MS, order_fn, (void *)2, NULL), 0);
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 5 * ST_S, order_fn, (void *)3, NULL), 0);
+    advance(&f, 10 * ST_S);
+    CHECK_EQ_INT(atomic_load(&order_n), 4);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT(order_ids[i], i);
+    fix_fini(&f);
+}
+
 static void test_try_cancel_cancelled(void)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
@@ -1176,6 +1217,7 @@ static const struct h_test tests[] = {
     H_TEST(test_allocation_failure),
     H_TEST(test_tick_rounding),
     H_TEST(test_home_shard_per_service),
+    H_TEST(test_jump_fires_in_deadline_order),
 };
 
 int main(int argc, char **argv)
