@@ -549,7 +549,7 @@ struct s3_thread {
     unsigned id;
     pthread_t thread;
     uint64_t *lat;
-    uint64_t left; /* timers this thread left to fire */
+    uint64_t left; /* timers this thread left to fire, or found fired */
 };
 
 static atomic_ullong s3_sink;
@@ -636,16 +636,20 @@ static void *s3_thread_main(void *arg)
         uint64_t t2 = hs_now_ns();
         if (!leave) {
             switch (r->impl) {
+            /* A thread preempted for 50 ms on a loaded machine finds its
+             * timer fired: counted with those left to fire. */
             case S3_ROTA:
                 if (rota_service_try_cancel(r->svc, handles[cur]) !=
                     ROTA_SERVICE_CANCELLED)
-                    die("S3: a timer due in 50 ms was not pending");
+                    th->left++;
                 break;
             case S3_HEAP:
-                hs_cancel(r->hs, &nodes[cur]);
+                if (!hs_cancel(r->hs, &nodes[cur]))
+                    th->left++;
                 break;
             case S3_FLOOR:
-                rota_timer_cancel(&wheel, &timers[cur]);
+                if (rota_timer_cancel(&wheel, &timers[cur]) != 1)
+                    th->left++;
                 break;
             default:
                 break;
