@@ -117,19 +117,19 @@
  *   callgrind; per arm + cancel pair, with the loop's own ~30:
  *
  *                            S1 Ir  refs  D1 misses    S3 Ir  refs
- *       rota-service           407   152       3.7       436   158
- *       mutex-heap2            331   130       7.4       302   123
+ *       rota-service           385   143       3.7       419   150
+ *       mutex-heap2            331   130       7.4       306   125
  *
- *   An S1 pair is ~215 instructions of arm (~55 filing on the far vector,
- *   ~10 for the clock call, ~8 for the lock and unlock, the rest the
- *   checks, the record's take and fill and the handle) and ~125 of cancel
- *   (~15 unstaging a far entry, ~8 for the lock); an S3 pair files on a
- *   band list (~60) and unlinks from it (~25).  The heap executes fewer
- *   instructions but misses twice as often (a sift walks random nodes),
- *   so the two run at about the same speed per pair; what rota may still
- *   cut is instructions.  Its locked instructions per pair are four (the
- *   two lock and unlock pairs), as the heap's mutexes.  The rules the
- *   paths keep:
+ *   An S1 pair is ~190 instructions of arm (~45 appending to the far
+ *   vector, ~10 for the clock call, ~8 for the lock and unlock, the rest
+ *   the checks, the record's take and fill and the handle) and ~130 of
+ *   cancel (~15 punching the far entry's hole, ~8 for the lock); an S3
+ *   pair files on a band list (~50) and unlinks from it (~28).  The heap
+ *   executes fewer instructions but misses twice as often (a sift walks
+ *   random nodes), so the two run at about the same speed per pair; what
+ *   rota may still cut is instructions.  Its locked instructions per pair
+ *   are four (the two lock and unlock pairs), as the heap's mutexes.  The
+ *   rules the paths keep:
  *   - A pair touches its own record and shard: the record's first line
  *     (the word, the wheel links), its second when it is staged, and the
  *     shard's lock, free chain and staging arrays, written by one thread
