@@ -9,7 +9,7 @@
 #                       build-tsan/, build-i386/ (gcc -m32), build-clang/
 #   make bench          Release build in build-release/, runs rota_bench
 #                       with $(BENCH_ARGS) (W1-W5, MEM, FLOOR), then
-#                       bench_keyed (W6) and rota_bench_service (S1, S2);
+#                       bench_keyed (W6) and rota_bench_service (S1-S3);
 #                       BENCH_ARGS=--quick makes all three a smoke run
 #   make bench-counts   Release build in build-release/, then instructions
 #                       and data references per operation for rota,
@@ -92,7 +92,7 @@ bench:
 	build-release/bench/rota_bench $(BENCH_ARGS)
 	@echo "== W6 (keyed timers): bench_keyed =="
 	build-release/bench/bench_keyed $(filter --quick,$(BENCH_ARGS))
-	@echo "== S1/S2 (threaded service): rota_bench_service =="
+	@echo "== S1/S2/S3 (threaded service): rota_bench_service =="
 	build-release/bench/rota_bench_service $(filter --quick,$(BENCH_ARGS))
 
 bench-counts:

@@ -14,3 +14,11 @@ string(TOUPPER "${CMAKE_BUILD_TYPE}" _rota_service_bt)
 target_compile_definitions(rota_bench_service PRIVATE
   "BENCH_COMPILER=\"${CMAKE_C_COMPILER_ID} ${CMAKE_C_COMPILER_VERSION}\""
   "BENCH_CFLAGS=\"${CMAKE_C_FLAGS} ${CMAKE_C_FLAGS_${_rota_service_bt}}\"")
+
+# rota_service_counts: S1's and S3's submission paths on one thread, for
+# callgrind (bench/service_counts.c says how to count).
+add_executable(rota_service_counts
+  ${CMAKE_CURRENT_LIST_DIR}/service_counts.c
+  ${CMAKE_CURRENT_LIST_DIR}/service_heap.c)
+target_link_libraries(rota_service_counts PRIVATE rota_static Threads::Threads
+  $<BUILD_INTERFACE:rota_warnings>)

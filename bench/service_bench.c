@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * service_bench.c - rota_bench_service: workloads S1 and S2 (docs/BENCH.md),
+ * service_bench.c - rota_bench_service: workloads S1, S2 and S3 (docs/BENCH.md),
  * rota/service.h against the mutex + condvar heap2 service a user would
  * write (service_heap.c).  Unlike rota_bench these run on the real clock
  * and real threads: they measure the threading design, not the wheel.
@@ -20,6 +20,10 @@
  *       uniform [1, 1000] ms; each callback reads CLOCK_MONOTONIC and
  *       records (now - deadline); callbacks on the timer thread (0 workers)
  *       or on 2 workers.  Metrics: late_p50_us, late_p99_us, late_max_us.
+ *   S3  request timeouts, as a server arms them: T = 1, 2, 4 threads each
+ *       arm a timeout of [50, 500] ms, work ~1 us, cancel; 1% fire.
+ *       Against the heap and the floor of a core wheel per thread (see the
+ *       S3 section).  Metrics: cpu_ns_per_req, lat_p50_ns, lat_p99_ns.
  *
  * Both implementations replay the same splitmix64 sequence (seed 42 unless
  * --seed), in the same process run, alternating per repetition so that load
@@ -30,12 +34,14 @@
  * Output: a table on stdout and JSON rows in the format of
  * docs/BENCH.md ({"impl", "workload", "n", "metric", "value"}) in
  * build/bench/results-service.json (--json PATH).  Workloads are named
- * S1-1p, S1-2p (producers) and S2-0w, S2-2w (workers).
+ * S1-1p, S1-2p (producers), S2-0w, S2-2w (workers) and S3-1t, S3-2t,
+ * S3-4t (threads).
  *
  * Usage: rota_bench_service [--quick] [--seed N] [--reps N] [--json PATH]
- *                           [--only S1|S2] [--impl rota|heap]
+ *                           [--only S1|S2|S3] [--impl rota|heap]
  */
 #define _GNU_SOURCE
+#include <rota.h>
 #include <rota/service.h>
 
 #include <errno.h>
@@ -170,12 +176,15 @@ struct config {
     uint32_t s1_n, s1_ops; /* live timers; pairs per producer per rep */
     uint32_t s2_n;
     uint64_t s2_max_delay;
+    int reps_s3;
+    uint32_t s3_reqs; /* requests per thread per rep */
     bool quick;
-    bool run_s1, run_s2;     /* --only S1 / S2: one workload, for profiling */
-    bool run_rota, run_heap; /* --impl rota / heap: likewise */
+    bool run_s1, run_s2, run_s3; /* --only S1 / S2 / S3: one workload */
+    bool run_rota, run_heap;     /* --impl rota / heap: likewise */
 };
 
-static atomic_ullong fires; /* every callback of either implementation */
+static atomic_ullong fires;    /* every callback of any implementation */
+static uint32_t s3_work_iters; /* S3's ~1 us of work, for the report */
 
 /* A start line all producers (and the timing thread) cross together. */
 struct barrier {
@@ -497,6 +506,299 @@ static void run_s2(const struct config *cfg)
     free(s2_nodes);
 }
 
+/* ----------------------------------------------------------------- S3 */
+
+/*
+ * S3: the request timeout of a server.  T threads each run requests: arm a
+ * timeout of uniform [50, 500] ms, do ~1 us of work, cancel; 1% of the
+ * timeouts are left to fire (the request hangs).  Four implementations:
+ *   none              the same loop without a timer: the baseline that the
+ *                     CPU figures are net of (the work and the clock reads
+ *                     that time the calls);
+ *   rota-service      one service shared by the T threads (arm_in,
+ *                     try_cancel);
+ *   mutex-heap2       one heap service shared by the T threads;
+ *   wheel-per-thread  the floor: a core wheel per thread, shared with no
+ *                     one, advanced by its thread after each request (what
+ *                     per-thread wheels cost a program that can use them).
+ * A request's timer lives in its context; a context whose timer is left to
+ * fire is not reused.  Each arm that reads the clock does so inside the
+ * timed call.  Metrics: cpu_ns_per_req (process CPU, every thread, minus
+ * none's), lat_p99_ns (the worst thread's p99 of arm + cancel time) and
+ * lat_p50_ns (likewise, p50).
+ */
+enum s3_impl { S3_NONE, S3_ROTA, S3_HEAP, S3_FLOOR, S3_IMPLS };
+static const char *const s3_name[S3_IMPLS] = {
+    "none", "rota-service", "mutex-heap2", "wheel-per-thread"};
+#define S3_MAX_T 4
+
+struct s3_run {
+    enum s3_impl impl;
+    struct rota_service *svc;
+    struct hs_service *hs;
+    struct hs_node *nodes; /* heap: ctx_per contexts per thread */
+    uint32_t reqs, ctx_per;
+    unsigned threads;
+    uint64_t seed;
+    uint32_t work_iters;
+    struct barrier start;
+};
+
+struct s3_thread {
+    struct s3_run *run;
+    unsigned id;
+    pthread_t thread;
+    uint64_t *lat;
+    uint64_t left; /* timers this thread left to fire, or found fired */
+};
+
+static atomic_ullong s3_sink;
+
+/* ~1 us of work: a chain of dependent multiply-adds. */
+static uint64_t s3_work(uint32_t iters, uint64_t x)
+{
+    for (uint32_t i = 0; i < iters; i++)
+        x = x * 6364136223846793005u + 1442695040888963407u;
+    return x;
+}
+
+static uint32_t s3_calibrate(void)
+{
+    uint32_t iters = 1u << 20;
+    uint64_t best = UINT64_MAX;
+    for (int k = 0; k < 5; k++) {
+        uint64_t t0 = hs_now_ns();
+        atomic_fetch_add(&s3_sink, s3_work(iters, (uint64_t)k));
+        uint64_t t = hs_now_ns() - t0;
+        best = t < best ? t : best;
+    }
+    uint64_t per_us = (uint64_t)iters * 1000u / (best != 0 ? best : 1);
+    return per_us != 0 ? (uint32_t)per_us : 1;
+}
+
+static void s3_floor_fn(struct rota_wheel *wheel, struct rota_timer *timer,
+                        uint64_t late)
+{
+    (void)wheel;
+    (void)timer;
+    (void)late;
+    atomic_fetch_add_explicit(&fires, 1, memory_order_relaxed);
+}
+
+static void *s3_thread_main(void *arg)
+{
+    struct s3_thread *th = arg;
+    struct s3_run *r = th->run;
+    uint64_t rng = r->seed * 2654435761u + th->id;
+    uint64_t x = th->id;
+    struct rota_service_handle *handles = NULL;
+    struct rota_timer *timers = NULL;
+    struct rota_wheel wheel;
+    struct hs_node *nodes = r->nodes + (size_t)th->id * r->ctx_per;
+    uint32_t cur = 0;
+
+    if (r->impl == S3_ROTA)
+        handles = calloc(r->ctx_per, sizeof *handles);
+    if (r->impl == S3_FLOOR) {
+        timers = calloc(r->ctx_per, sizeof *timers);
+        if (timers != NULL)
+            for (uint32_t i = 0; i < r->ctx_per; i++)
+                rota_timer_init(&timers[i], s3_floor_fn);
+        rota_wheel_init(&wheel, hs_now_ns() / 1000u);
+    }
+    if ((r->impl == S3_ROTA && handles == NULL) ||
+        (r->impl == S3_FLOOR && timers == NULL))
+        die("out of memory");
+    barrier_wait(&r->start);
+    for (uint32_t k = 0; k < r->reqs; k++) {
+        uint64_t delay = (50 + splitmix(&rng) % 451) * MS;
+        bool leave = splitmix(&rng) % 100 == 0;
+        uint64_t t0 = hs_now_ns();
+        switch (r->impl) {
+        case S3_ROTA:
+            if (rota_service_arm_in(r->svc, delay, s1_rota_fn, NULL,
+                                    &handles[cur]) != 0)
+                die("S3: rota_service_arm_in failed");
+            break;
+        case S3_HEAP:
+            hs_arm(r->hs, &nodes[cur], hs_now_ns() + delay);
+            break;
+        case S3_FLOOR: {
+            uint64_t at = hs_now_ns() + delay;
+            rota_timer_arm_at(&wheel, &timers[cur], at / 1000u + 1u);
+            break;
+        }
+        default:
+            break;
+        }
+        uint64_t t1 = hs_now_ns();
+        x = s3_work(r->work_iters, x);
+        uint64_t t2 = hs_now_ns();
+        if (!leave) {
+            switch (r->impl) {
+            /* A thread preempted for 50 ms on a loaded machine finds its
+             * timer fired: counted with those left to fire. */
+            case S3_ROTA:
+                if (rota_service_try_cancel(r->svc, handles[cur]) !=
+                    ROTA_SERVICE_CANCELLED)
+                    th->left++;
+                break;
+            case S3_HEAP:
+                if (!hs_cancel(r->hs, &nodes[cur]))
+                    th->left++;
+                break;
+            case S3_FLOOR:
+                if (rota_timer_cancel(&wheel, &timers[cur]) != 1)
+                    th->left++;
+                break;
+            default:
+                break;
+            }
+        }
+        uint64_t t3 = hs_now_ns();
+        th->lat[k] = (t1 - t0) + (t3 - t2);
+        if (r->impl == S3_FLOOR)
+            rota_wheel_advance(&wheel, t3 / 1000u);
+        if (leave) {
+            th->left++;
+            if (++cur == r->ctx_per)
+                die("S3: out of request contexts");
+        }
+    }
+    barrier_wait(&r->start);
+    if (r->impl == S3_FLOOR) { /* fire what was left, for the count */
+        rota_wheel_advance(&wheel, UINT64_MAX / 2);
+        if (rota_wheel_count(&wheel) != 0)
+            die("S3: the floor's wheel kept timers");
+    }
+    atomic_fetch_add(&s3_sink, x);
+    free(handles);
+    free(timers);
+    return NULL;
+}
+
+/* One repetition: CPU ns per request (not net), the worst thread's p50
+ * and p99 of arm + cancel ns. */
+static void s3_once(const struct config *cfg, enum s3_impl impl,
+                    unsigned threads, int rep, uint32_t work_iters,
+                    double out[3])
+{
+    struct s3_run r = {.impl = impl,
+                       .reqs = cfg->s3_reqs,
+                       .ctx_per = cfg->s3_reqs / 50 + 64,
+                       .threads = threads,
+                       .seed = cfg->seed + (uint64_t)rep,
+                       .work_iters = work_iters};
+    struct s3_thread th[S3_MAX_T];
+    unsigned long long fires0 = atomic_load(&fires);
+
+    pthread_mutex_init(&r.start.mu, NULL);
+    pthread_cond_init(&r.start.cv, NULL);
+    r.start.needed = (int)threads + 1;
+    r.nodes = calloc((size_t)threads * r.ctx_per, sizeof *r.nodes);
+    if (r.nodes == NULL)
+        die("out of memory");
+    for (size_t i = 0; i < (size_t)threads * r.ctx_per; i++)
+        r.nodes[i] = (struct hs_node){.slot = HS_IDLE, .fn = s1_heap_fn};
+    if (impl == S3_ROTA && rota_service_create(&r.svc, NULL) != 0)
+        die("S3: rota_service_create failed");
+    if (impl == S3_HEAP) {
+        r.hs = hs_create(threads * r.ctx_per, 0, r.nodes);
+        if (r.hs == NULL)
+            die("S3: hs_create failed");
+    }
+    for (unsigned i = 0; i < threads; i++) {
+        th[i] =
+            (struct s3_thread){&r, i, 0, calloc(r.reqs, sizeof(uint64_t)), 0};
+        if (th[i].lat == NULL)
+            die("out of memory");
+        pthread_create(&th[i].thread, NULL, s3_thread_main, &th[i]);
+    }
+    barrier_wait(&r.start);
+    double c0 = cpu_now();
+    barrier_wait(&r.start);
+    if (impl == S3_ROTA)
+        rota_service_sync(r.svc);
+    double c1 = cpu_now();
+    uint64_t left = 0;
+    for (unsigned i = 0; i < threads; i++) {
+        pthread_join(th[i].thread, NULL);
+        left += th[i].left;
+    }
+    if (impl != S3_NONE) { /* every timer left must fire, once */
+        uint64_t give_up = hs_now_ns() + 5000 * MS;
+        while (atomic_load(&fires) - fires0 < left) {
+            if (hs_now_ns() > give_up)
+                die("S3: timers left to fire did not fire");
+            struct timespec ts = {0, 2 * 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (impl == S3_ROTA) {
+        struct rota_service_stats st;
+        rota_service_sync(r.svc);
+        rota_service_stats(r.svc, &st);
+        if (st.armed != (uint64_t)threads * r.reqs || st.expired != left ||
+            st.cancelled != st.armed - left || st.pending != 0)
+            die("S3: rota's counts do not add up");
+        rota_service_destroy(r.svc);
+    }
+    hs_destroy(r.hs);
+    if (atomic_load(&fires) - fires0 != (impl == S3_NONE ? 0 : left))
+        die("S3: a timer fired twice, or one cancelled fired");
+    out[0] = (c1 - c0) / ((double)threads * r.reqs);
+    out[1] = out[2] = 0;
+    for (unsigned i = 0; i < threads; i++) {
+        qsort(th[i].lat, r.reqs, sizeof(uint64_t), cmp_u64);
+        double p50 = (double)th[i].lat[r.reqs / 2];
+        double p99 = (double)th[i].lat[(uint64_t)r.reqs * 99 / 100];
+        out[1] = p50 > out[1] ? p50 : out[1];
+        out[2] = p99 > out[2] ? p99 : out[2];
+        free(th[i].lat);
+    }
+    free(r.nodes);
+    pthread_cond_destroy(&r.start.cv);
+    pthread_mutex_destroy(&r.start.mu);
+}
+
+static void run_s3(const struct config *cfg)
+{
+    static const unsigned ts[3] = {1, 2, 4};
+    uint32_t iters = s3_calibrate();
+    s3_work_iters = iters;
+    for (int t = 0; t < 3; t++) {
+        double v[S3_IMPLS][3][MAX_REPS];
+        memset(v, 0, sizeof v);
+        for (int rep = 0; rep < cfg->reps_s3; rep++) {
+            /* Rotate the order so drifting load hits all of them. */
+            for (int k = 0; k < S3_IMPLS; k++) {
+                int impl = (rep + k) % S3_IMPLS;
+                if ((impl == S3_ROTA && !cfg->run_rota) ||
+                    (impl == S3_HEAP && !cfg->run_heap))
+                    continue;
+                double out[3];
+                s3_once(cfg, (enum s3_impl)impl, ts[t], rep, iters, out);
+                for (int m = 0; m < 3; m++)
+                    v[impl][m][rep] = out[m];
+            }
+        }
+        static const char *const wl[3] = {"S3-1t", "S3-2t", "S3-4t"};
+        double none = median(v[S3_NONE][0], cfg->reps_s3);
+        for (int impl = 0; impl < S3_IMPLS; impl++) {
+            if ((impl == S3_ROTA && !cfg->run_rota) ||
+                (impl == S3_HEAP && !cfg->run_heap))
+                continue;
+            double cpu = median(v[impl][0], cfg->reps_s3);
+            add_row(s3_name[impl], wl[t], cfg->s3_reqs, "cpu_ns_per_req",
+                    impl == S3_NONE ? cpu : cpu - none);
+            add_row(s3_name[impl], wl[t], cfg->s3_reqs, "lat_p50_ns",
+                    median(v[impl][1], cfg->reps_s3));
+            add_row(s3_name[impl], wl[t], cfg->s3_reqs, "lat_p99_ns",
+                    median(v[impl][2], cfg->reps_s3));
+        }
+    }
+}
+
 /* ------------------------------------------------------------- report */
 
 static void print_s1(const struct config *cfg)
@@ -536,6 +838,43 @@ static void print_s2(const struct config *cfg)
     }
 }
 
+static void print_s3(const struct config *cfg)
+{
+    static const char *const wl[3] = {"S3-1t", "S3-2t", "S3-4t"};
+    printf("\nS3 request timeouts: arm [50, 500] ms, ~1 us of work (%u "
+           "iterations), cancel; 1%% fire; %u requests per thread, median of "
+           "%d\n",
+           s3_work_iters, cfg->s3_reqs, cfg->reps_s3);
+    printf("  CPU ns per request, every thread, net of the loop without a "
+           "timer (none: %.0f / %.0f / %.0f ns at T = 1 / 2 / 4)\n",
+           row_value("none", wl[0], "cpu_ns_per_req"),
+           row_value("none", wl[1], "cpu_ns_per_req"),
+           row_value("none", wl[2], "cpu_ns_per_req"));
+    printf("  %-3s %14s %14s %17s %12s %12s\n", "T", "rota-service",
+           "mutex-heap2", "wheel-per-thread", "rota/floor", "rota/heap");
+    for (int t = 0; t < 3; t++) {
+        double a = row_value("rota-service", wl[t], "cpu_ns_per_req");
+        double b = row_value("mutex-heap2", wl[t], "cpu_ns_per_req");
+        double c = row_value("wheel-per-thread", wl[t], "cpu_ns_per_req");
+        printf("  %-3d %14.0f %14.0f %17.0f %11.2fx %11.2fx\n", 1 << t, a, b, c,
+               a / c, a / b);
+    }
+    printf("  arm + cancel ns per request, p99 of the worst thread (p50)\n");
+    printf("  %-3s %14s %14s %17s %12s %12s\n", "T", "rota-service",
+           "mutex-heap2", "wheel-per-thread", "rota/floor", "rota/heap");
+    for (int t = 0; t < 3; t++) {
+        double a = row_value("rota-service", wl[t], "lat_p99_ns");
+        double b = row_value("mutex-heap2", wl[t], "lat_p99_ns");
+        double c = row_value("wheel-per-thread", wl[t], "lat_p99_ns");
+        printf("  %-3d %7.0f (%4.0f) %7.0f (%4.0f) %10.0f (%4.0f) %11.2fx "
+               "%11.2fx\n",
+               1 << t, a, row_value("rota-service", wl[t], "lat_p50_ns"), b,
+               row_value("mutex-heap2", wl[t], "lat_p50_ns"), c,
+               row_value("wheel-per-thread", wl[t], "lat_p50_ns"), a / c,
+               a / b);
+    }
+}
+
 static void print_table(const struct config *cfg, const char *load0,
                         const char *load1)
 {
@@ -543,6 +882,8 @@ static void print_table(const struct config *cfg, const char *load0,
         print_s1(cfg);
     if (cfg->run_s2)
         print_s2(cfg);
+    if (cfg->run_s3)
+        print_s3(cfg);
     printf("\n");
     printf("load average before / after: %s / %s\n", load0, load1);
 }
@@ -578,13 +919,17 @@ static int write_json(const char *path, const struct config *cfg,
     json_string(f, date);
     fprintf(f, ",\n    \"repetitions\": ");
     json_string(f, "median of the repetitions; implementations alternate");
-    fprintf(f, ",\n    \"repetitions_s1\": %d,\n    \"repetitions_s2\": %d",
-            cfg->reps_s1, cfg->reps_s2);
+    fprintf(f,
+            ",\n    \"repetitions_s1\": %d,\n    \"repetitions_s2\": %d"
+            ",\n    \"repetitions_s3\": %d",
+            cfg->reps_s1, cfg->reps_s2, cfg->reps_s3);
     fprintf(f, ",\n    \"quick\": %s", cfg->quick ? "true" : "false");
     fprintf(f, ",\n    \"clock\": ");
-    json_string(f, "real: CLOCK_MONOTONIC (S1, S2 run real threads)");
+    json_string(f, "real: CLOCK_MONOTONIC (S1, S2, S3 run real threads)");
     fprintf(f, ",\n    \"s1_pairs_per_producer\": %u", cfg->s1_ops);
     fprintf(f, ",\n    \"s2_max_delay_ms\": %" PRIu64, cfg->s2_max_delay);
+    fprintf(f, ",\n    \"s3_requests_per_thread\": %u", cfg->s3_reqs);
+    fprintf(f, ",\n    \"s3_work_iterations\": %u", s3_work_iters);
     fprintf(f, ",\n    \"loadavg_before\": ");
     json_string(f, load0);
     fprintf(f, ",\n    \"loadavg_after\": ");
@@ -612,8 +957,11 @@ int main(int argc, char **argv)
                          .s1_ops = 2000000,
                          .s2_n = 100000,
                          .s2_max_delay = 1000,
+                         .reps_s3 = 3,
+                         .s3_reqs = 200000,
                          .run_s1 = true,
                          .run_s2 = true,
+                         .run_s3 = true,
                          .run_rota = true,
                          .run_heap = true};
     const char *json = "build/bench/results-service.json";
@@ -629,9 +977,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc &&
-                 (!strcmp(argv[i + 1], "S1") || !strcmp(argv[i + 1], "S2"))) {
-            cfg.run_s1 = !strcmp(argv[++i], "S1");
-            cfg.run_s2 = !cfg.run_s1;
+                 (!strcmp(argv[i + 1], "S1") || !strcmp(argv[i + 1], "S2") ||
+                  !strcmp(argv[i + 1], "S3"))) {
+            i++;
+            cfg.run_s1 = !strcmp(argv[i], "S1");
+            cfg.run_s2 = !strcmp(argv[i], "S2");
+            cfg.run_s3 = !strcmp(argv[i], "S3");
         } else if (!strcmp(argv[i], "--impl") && i + 1 < argc &&
                    (!strcmp(argv[i + 1], "rota") ||
                     !strcmp(argv[i + 1], "heap"))) {
@@ -640,7 +991,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr,
                     "usage: %s [--quick] [--seed N] [--reps N] "
-                    "[--json PATH] [--only S1|S2] [--impl rota|heap]\n",
+                    "[--json PATH] [--only S1|S2|S3] [--impl rota|heap]\n",
                     argv[0]);
             return 2;
         }
@@ -651,9 +1002,12 @@ int main(int argc, char **argv)
         cfg.s1_ops = 200000;
         cfg.s2_n = 20000;
         cfg.s2_max_delay = 200;
+        cfg.reps_s3 = 1;
+        cfg.s3_reqs = 20000;
     }
     if (reps > 0)
-        cfg.reps_s1 = cfg.reps_s2 = reps < MAX_REPS ? reps : MAX_REPS;
+        cfg.reps_s1 = cfg.reps_s2 = cfg.reps_s3 =
+            reps < MAX_REPS ? reps : MAX_REPS;
 
     char load0[128], load1[128];
     read_line("/proc/loadavg", NULL, load0, sizeof load0);
@@ -664,6 +1018,8 @@ int main(int argc, char **argv)
         run_s1(&cfg);
     if (cfg.run_s2)
         run_s2(&cfg);
+    if (cfg.run_s3)
+        run_s3(&cfg);
     read_line("/proc/loadavg", NULL, load1, sizeof load1);
     print_table(&cfg, load0, load1);
     if (write_json(json, &cfg, load0, load1) != 0)

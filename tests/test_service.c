@@ -180,6 +180,128 @@ static void test_idle_no_wakeups(void)
     CHECK_EQ_INT(atomic_load(&p.runs), 0);
 }
 
+/* A delay is counted in ticks rounded up: the timer fires once the clock
+ * reaches the first tick boundary at or after now + delay, never before.
+ * The default tick (1 us) takes its own division path, so both it and a
+ * tick that divides nothing evenly are checked. */
+static void test_tick_rounding(void)
+{
+    static const uint64_t ticks[2] = {0, 1500}; /* 0: the default, 1000 */
+    for (int k = 0; k < 2; k++) {
+        struct fix f;
+        struct probe p = {.id = 1};
+        uint64_t tick = ticks[k] != 0 ? ticks[k] : 1000;
+        fix_init_cfg(&f, (struct rota_service_config){.tick_ns = ticks[k]});
+        advance(&f, 1); /* the clock is off a tick boundary */
+        uint64_t now = rota_service_now(f.svc);
+        uint64_t delay = 3 * tick + 7;
+        uint64_t fire = (now + delay + tick - 1) / tick * tick;
+        CHECK_EQ_INT(rota_service_arm_in(f.svc, delay, probe_fn, &p, NULL), 0);
+        advance(&f, delay - 1); /* just before the time asked for */
+        CHECK_EQ_INT(atomic_load(&p.runs), 0);
+        advance(&f, fire - 1 - rota_service_now(f.svc)); /* before the tick */
+        CHECK_EQ_INT(atomic_load(&p.runs), 0);
+        advance(&f, 1);
+        CHECK_EQ_INT(atomic_load(&p.runs), 1);
+        CHECK_EQ_U64(p.deadline[0], fire);
+        fix_fini(&f);
+    }
+}
+
+/* Each thread arms on its home shard of each service; a thread that arms
+ * on services with different numbers of shards in turn must find the
+ * right one every time (a home shard of a 4-shard service is out of a
+ * 1-shard service's range: ASan and the checks below see it). */
+struct two_services {
+    struct rota_service *a, *b;
+    int failures;
+};
+
+static void *arm_on_both(void *arg)
+{
+    struct two_services *t = arg;
+    static struct probe p = {.id = 1};
+    for (int k = 0; k < 64; k++) {
+        struct rota_service_handle ha, hb;
+        struct rota_service *first = k % 2 ? t->b : t->a; /* a first */
+        struct rota_service *second = k % 2 ? t->a : t->b;
+        if (rota_service_arm_in(first, ST_S, probe_fn, &p, &ha) != 0 ||
+            rota_service_arm_in(second, ST_S, probe_fn, &p, &hb) != 0 ||
+            rota_service_try_cancel(first, ha) != ROTA_SERVICE_CANCELLED ||
+            rota_service_try_cancel(second, hb) != ROTA_SERVICE_CANCELLED)
+            t->failures++;
+    }
+    /* One left pending on each, to be found by check and counted. */
+    if (rota_service_arm_in(t->a, ST_S, probe_fn, &p, NULL) != 0 ||
+        rota_service_arm_in(t->b, ST_S, probe_fn, &p, NULL) != 0)
+        t->failures++;
+    return NULL;
+}
+
+static void test_home_shard_per_service(void)
+{
+    struct fix fa, fb;
+    fix_init_cfg(&fa, (struct rota_service_config){.shards = 4});
+    fix_init_cfg(&fb, (struct rota_service_config){.shards = 1});
+    struct two_services t = {fa.svc, fb.svc, 0};
+    /* Threads one after another: consecutive thread numbers, so some
+     * thread's home on the 4-shard service is not shard 0. */
+    for (int i = 0; i < 4; i++) {
+        pthread_t th;
+        CHECK_EQ_INT(pthread_create(&th, NULL, arm_on_both, &t), 0);
+        CHECK_EQ_INT(pthread_join(th, NULL), 0);
+    }
+    CHECK_EQ_INT(t.failures, 0);
+    struct rota_service_stats sa = stats_of(&fa), sb = stats_of(&fb);
+    CHECK_EQ_U64(sa.armed, 4 * 65);
+    CHECK_EQ_U64(sa.pending, 4);
+    CHECK_EQ_U64(sb.armed, 4 * 65);
+    CHECK_EQ_U64(sb.pending, 4);
+    fix_fini(&fa);
+    fix_fini(&fb);
+}
+
+/* A clock that jumps past timers on the band lists, on the far vector and
+ * in the wheel fires them all in deadline order: what was staged is moved
+ * in before the wheel advances.  The wheel's timer is touched later than
+ * a staged one, so an advance before the move would fire it first. */
+static int order_ids[8];
+static atomic_int order_n;
+
+static void order_fn(struct rota_service *svc,
+                     const struct rota_service_event *ev)
+{
+    (void)svc;
+    int k = atomic_fetch_add(&order_n, 1);
+    if (k < 8)
+        order_ids[k] = (int)(intptr_t)ev->arg;
+}
+
+static void test_jump_fires_in_deadline_order(void)
+{
+    struct fix f;
+    struct rota_service_handle w;
+    fix_init(&f, 0);
+    atomic_store(&order_n, 0);
+    /* 1: in the wheel (due in 100 us), then touched to 40 ms: a store. */
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 100 * ST_US, order_fn, (void *)1, &w), 0);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    CHECK_EQ_INT(rota_service_touch_in(f.svc, w, 40 * ST_MS), 0);
+    /* 0 and 2 on band lists, 3 on the far vector. */
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 30 * ST_MS, order_fn, (void *)0, NULL), 0);
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 700 * ST_MS, order_fn, (void *)2, NULL), 0);
+    CHECK_EQ_INT(
+        rota_service_arm_in(f.svc, 5 * ST_S, order_fn, (void *)3, NULL), 0);
+    advance(&f, 10 * ST_S);
+    CHECK_EQ_INT(atomic_load(&order_n), 4);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT(order_ids[i], i);
+    fix_fini(&f);
+}
+
 static void test_try_cancel_cancelled(void)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
@@ -1093,6 +1215,9 @@ static const struct h_test tests[] = {
     H_TEST(test_stats),
     H_TEST(test_slab_and_reclaim),
     H_TEST(test_allocation_failure),
+    H_TEST(test_tick_rounding),
+    H_TEST(test_home_shard_per_service),
+    H_TEST(test_jump_fires_in_deadline_order),
 };
 
 int main(int argc, char **argv)

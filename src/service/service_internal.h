@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "rota/service.h"
 #include "service_clock.h"
@@ -194,7 +195,10 @@ struct rota_service {
     size_t ts_bytes;
 
     /* The slab. */
-    _Atomic(struct rec *) chunks[CHUNKS];
+    /* Chunk c's address minus its first index's records, as an integer
+     * (wrapping): record i of chunk c is at chunk_at[c] + i * sizeof rec,
+     * with no subtraction per lookup. */
+    _Atomic uintptr_t chunk_at[CHUNKS];
     void *chunk_raw[CHUNKS];
     size_t chunk_bytes[CHUNKS];
     _Atomic uint32_t nrecords;
@@ -280,10 +284,9 @@ static inline struct rec *rec_at(struct rota_service *svc, uint32_t index)
 {
     uint32_t q = (index >> svc->base_shift) + 1;
     unsigned c = 31u - (unsigned)__builtin_clz(q);
-    uint32_t first = ((1u << c) - 1u) << svc->base_shift;
-    struct rec *chunk =
-        atomic_load_explicit(&svc->chunks[c], memory_order_acquire);
-    return &chunk[index - first];
+    uintptr_t at =
+        atomic_load_explicit(&svc->chunk_at[c], memory_order_acquire);
+    return (struct rec *)(at + (uintptr_t)index * sizeof(struct rec));
 }
 
 static inline struct shard *shard_of(struct rota_service *svc, struct rec *r)
@@ -298,32 +301,73 @@ static inline uint64_t ticks_to_ns(const struct rota_service *svc, uint64_t t)
     return t * svc->tick_ns;
 }
 
+/* The clock's time.  The system clock is read here, without the two calls
+ * through the clock table (sys_now(), rota_clock_now_ns()): it is read
+ * once per arm_in and touch_in. */
 static inline uint64_t now_ns(struct rota_service *svc)
 {
+    if (svc->sysclock_used) {
+        struct timespec ts;
+        clock_gettime((clockid_t)svc->sysclock.clock.id_, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    }
     return svc->clock.now_ns(svc->clock.ctx);
 }
 
 /* ------------------------------------------- across the service files */
 
-/* service_slab.c */
+/* A pending timer has ended: one fewer against max_pending. */
+static inline void rota__service_live_gone(struct rota_service *svc)
+{
+    if (svc->max_pending != 0)
+        atomic_fetch_sub_explicit(&svc->live, 1, memory_order_relaxed);
+}
+
+/* service_slab.c: the slow paths of the two below. */
+int rota__service_take_slow(struct rota_service *svc, struct shard *sh);
+void rota__service_free_slow(struct rota_service *svc, struct shard *sh);
+
+/* Pop a free record off the shard's hot chain (refilled from its spare
+ * chain or the depot when empty); the shard's lock is held.  The record,
+ * or NULL with *rc set (ROTA_ENOMEM).  Inline: an arm pays no call. */
+static inline struct rec *rota__service_take_record(struct rota_service *svc,
+                                                    struct shard *sh, int *rc)
+{
+    if (sh->hot_n == 0 && (*rc = rota__service_take_slow(svc, sh)) != 0)
+        return NULL;
+    struct rec *r = rec_at(svc, sh->hot);
+    sh->hot = r->free_next;
+    sh->hot_n--;
+    return r;
+}
+
+/* Push a record that was just freed onto its shard's hot chain; the
+ * shard's lock is held.  A full chain becomes the spare (the old spare
+ * goes to the depot). */
+static inline void rota__service_free_locked(struct rota_service *svc,
+                                             struct shard *sh, struct rec *r,
+                                             uint32_t index)
+{
+    r->free_next = sh->hot_n != 0 ? sh->hot : NIL;
+    sh->hot = index;
+    if (++sh->hot_n == MAG)
+        rota__service_free_slow(svc, sh);
+}
+
+/* service_slab.c (and the two inline functions above) */
 void *rota__service_alloc(struct rota_service *svc, size_t size);
 void rota__service_free(struct rota_service *svc, void *p, size_t size);
 int rota__service_add_chunk(struct rota_service *svc);
-int rota__service_take_record(struct rota_service *svc, struct shard *sh,
-                              uint32_t *out);
-void rota__service_free_locked(struct rota_service *svc, struct shard *sh,
-                               struct rec *r, uint32_t index);
 void rota__service_release(struct rota_service *svc, struct rec *r,
                            uint64_t bits);
 void rota__service_notify_waiters(struct rota_service *svc);
-void rota__service_live_gone(struct rota_service *svc);
 
 /* service_stage.c */
 void rota__service_stage_init(struct shard *sh, uint64_t now);
 void rota__service_file(struct shard *sh, struct rec *r, uint64_t deadline,
                         bool far_ok);
 void rota__service_unstage(struct shard *sh, struct rec *r);
-bool rota__service_stage_pump(struct shard *sh, uint64_t now);
+bool rota__service_stage_pump(struct shard *sh, uint64_t now, bool ahead);
 uint64_t rota__service_stage_next(const struct shard *sh);
 void rota__service_stage_fini(struct shard *sh);
 int rota__service_stage_check(struct rota_service *svc, struct shard *sh,

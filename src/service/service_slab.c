@@ -61,7 +61,10 @@ int rota__service_add_chunk(struct rota_service *svc)
     }
     svc->chunk_raw[c] = raw;
     svc->chunk_bytes[c] = bytes;
-    atomic_store_explicit(&svc->chunks[c], recs, memory_order_release);
+    atomic_store_explicit(&svc->chunk_at[c],
+                          (uintptr_t)recs -
+                              (uintptr_t)first * (uintptr_t)sizeof(struct rec),
+                          memory_order_release);
     atomic_store_explicit(&svc->nrecords, (uint32_t)(first + n),
                           memory_order_release);
     svc->nchunks = c + 1;
@@ -94,38 +97,23 @@ static int refill(struct rota_service *svc, struct shard *sh)
     return rc;
 }
 
-/* Take a free record from the shard; the caller holds its lock. */
-int rota__service_take_record(struct rota_service *svc, struct shard *sh,
-                              uint32_t *out)
+/* rota__service_take_record()'s slow path (service_internal.h): the hot
+ * chain is empty; the spare becomes hot, or a chain comes from the depot
+ * (grown by a chunk when it is empty). */
+int rota__service_take_slow(struct rota_service *svc, struct shard *sh)
 {
-    if (sh->hot_n == 0) {
-        if (sh->spare != NIL) {
-            sh->hot = sh->spare;
-            sh->hot_n = MAG;
-            sh->spare = NIL;
-        } else {
-            int rc = refill(svc, sh);
-            if (rc != 0)
-                return rc;
-        }
-    }
-    struct rec *r = rec_at(svc, sh->hot);
-    *out = sh->hot;
-    sh->hot = r->free_next;
-    sh->hot_n--;
+    if (sh->spare == NIL)
+        return refill(svc, sh);
+    sh->hot = sh->spare;
+    sh->hot_n = MAG;
+    sh->spare = NIL;
     return 0;
 }
 
-/* Put a freed record on its shard's chain; a full chain becomes the
- * spare, and the previous spare goes to the depot.  The caller holds the
- * shard's lock. */
-void rota__service_free_locked(struct rota_service *svc, struct shard *sh,
-                               struct rec *r, uint32_t index)
+/* rota__service_free_locked()'s slow path: the hot chain is full; it
+ * becomes the spare, and the previous spare goes to the depot. */
+void rota__service_free_slow(struct rota_service *svc, struct shard *sh)
 {
-    r->free_next = sh->hot_n != 0 ? sh->hot : NIL;
-    sh->hot = index;
-    if (++sh->hot_n < MAG)
-        return;
     if (sh->spare != NIL) {
         struct rec *head = rec_at(svc, sh->spare);
         pthread_mutex_lock(&svc->grow_mu);
@@ -166,10 +154,4 @@ void rota__service_release(struct rota_service *svc, struct rec *r,
         rota__service_free_locked(svc, sh, r, r->index);
         rota__unlock(&sh->mu);
     }
-}
-
-void rota__service_live_gone(struct rota_service *svc)
-{
-    if (svc->max_pending != 0)
-        atomic_fetch_sub_explicit(&svc->live, 1, memory_order_relaxed);
 }

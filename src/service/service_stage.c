@@ -157,20 +157,27 @@ static bool far_grow(struct shard *sh)
 /* Append the record to the far vector; false if it is full and can
  * neither close holes (none, or a scan runs) nor grow: the caller files
  * the record on a band list or in the wheel instead. */
+static __attribute__((noinline)) bool far_make_room(struct shard *sh)
+{
+    uint32_t holes = sh->far_len - sh->far_live;
+    bool can_compact = !sh->far_scanning && holes != 0;
+    if (can_compact && holes >= sh->far_len / 2)
+        far_compact(sh);
+    else if (!far_grow(sh)) {
+        if (!can_compact)
+            return false;
+        far_compact(sh);
+    }
+    return true;
+}
+
 static bool far_push(struct shard *sh, struct rec *r, uint64_t band,
                      uint64_t deadline)
 {
-    if (sh->far_len == sh->far_cap) {
-        uint32_t holes = sh->far_len - sh->far_live;
-        bool can_compact = !sh->far_scanning && holes != 0;
-        if (can_compact && holes >= sh->far_len / 2)
-            far_compact(sh);
-        else if (!far_grow(sh)) {
-            if (!can_compact)
-                return false;
-            far_compact(sh);
-        }
-    }
+    /* The full vector's work is out of line: the append that is left
+     * saves no registers. */
+    if (sh->far_len == sh->far_cap && !far_make_room(sh))
+        return false;
     r->sband = STAGE_FAR;
     r->soff = (uint16_t)(deadline & ((1u << STAGE_SHIFT) - 1u));
     r->snext = sh->far_len;
@@ -301,17 +308,20 @@ static bool far_scan(struct shard *sh, unsigned *budget)
 }
 
 /*
- * Move the bands that start at most one band after `now` into the wheel,
- * at most STAGE_BATCH records; the shard's lock is held.  Before the band
- * lists' cursor comes within half a horizon of far_from, a far scan moves
- * the far timers due within the horizon onto the lists.  Returns true if
- * work remains (call again before advancing the wheel).
+ * Move the bands that start at most one band after `now` into the wheel
+ * (`ahead`), or only those that have started (not `ahead`: the bands that
+ * may hold timers due at `now`), at most STAGE_BATCH records; the shard's
+ * lock is held.  Before the band lists' cursor comes within half a
+ * horizon of far_from, a far scan moves the far timers due within the
+ * horizon onto the lists.  Returns true if work remains.
  */
-bool rota__service_stage_pump(struct shard *sh, uint64_t now)
+bool rota__service_stage_pump(struct shard *sh, uint64_t now, bool ahead)
 {
-    uint64_t last = (now >> STAGE_SHIFT) + 1;
+    uint64_t last = (now >> STAGE_SHIFT) + (ahead ? 1u : 0u);
     unsigned budget = STAGE_BATCH;
     for (;;) {
+        /* Only pumps move stage_next, so in a steady pass the scan falls
+         * due in the `ahead` pump, after the pass's fires. */
         if (sh->far_scanning ||
             sh->far_from <= sh->stage_next + STAGE_BANDS / 2) {
             if (!far_scan(sh, &budget))

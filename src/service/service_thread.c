@@ -207,12 +207,13 @@ static void run_dispatch(struct rota_service *svc)
  */
 static void fire_shard(struct rota_service *svc, struct shard *sh, uint64_t now)
 {
-    /* First move the bands that come due soon into the wheel (see
-     * "Staging" in service.c), all of them, a batch per lock hold. */
+    /* First move into the wheel the bands that may hold timers due now
+     * (see "Staging" in service.c): none, unless the thread overslept a
+     * band's move.  A batch per lock hold. */
     bool more_staged;
     do {
         rota__lock(&sh->mu);
-        more_staged = rota__service_stage_pump(sh, now);
+        more_staged = rota__service_stage_pump(sh, now, false);
         rota__unlock(&sh->mu);
     } while (more_staged);
     for (int batch = 0; batch < SHARD_BATCHES; batch++) {
@@ -224,6 +225,14 @@ static void fire_shard(struct rota_service *svc, struct shard *sh, uint64_t now)
         if (more <= 0)
             break;
     }
+    /* Then the band after this one, and the far scan: none of it is due
+     * yet, so it no longer delays the timers due at a band's start (S2:
+     * ~200 records, ~15 us, at every band). */
+    do {
+        rota__lock(&sh->mu);
+        more_staged = rota__service_stage_pump(sh, now, true);
+        rota__unlock(&sh->mu);
+    } while (more_staged);
 }
 
 static void wait_workers_idle(struct rota_service *svc)
@@ -258,7 +267,7 @@ static uint64_t next_deadline(struct rota_service *svc)
              * Move it now, while idle, so that the thread sleeps exactly
              * until the next deadline (the band's own timers, or earlier
              * ones of the wheel). */
-            while (rota__service_stage_pump(sh, move)) {
+            while (rota__service_stage_pump(sh, move, true)) {
                 rota__unlock(&sh->mu);
                 rota__lock(&sh->mu);
             }
