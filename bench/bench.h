@@ -47,6 +47,7 @@ enum bench_workload {
     WL_W5,
     WL_W6,
     WL_W7,
+    WL_W8,
     WL_MEM,
     WL_FLOOR,
     WL_COUNT

@@ -90,8 +90,8 @@ static const struct {
 #endif
 };
 
-static const char *const wl_names[WL_COUNT] = {"W1", "W2", "W3",  "W4",   "W5",
-                                               "W6", "W7", "MEM", "FLOOR"};
+static const char *const wl_names[WL_COUNT] = {
+    "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "MEM", "FLOOR"};
 
 const char *wl_name(enum bench_workload wl)
 {
@@ -169,6 +169,7 @@ static double job_weight(const struct config *cfg, const struct job *j)
     switch (j->wl) {
     case WL_W1:
     case WL_W2:
+    case WL_W8:
         rep = cfg->w12_ops * c * slow;
         if (rounds) /* every tick walks a slot of n / 512 timers */
             rep += cfg->w12_ops / (j->wl == WL_W1 ? 1000.0 : n / 1000 + 1) * n /
@@ -294,7 +295,7 @@ static void usage(FILE *f)
             "  --quick      small N and few operations (CI; < 60 s)\n"
             "  --json PATH  results file (default build/bench/results.json)\n"
             "  --only       implementations to run (see --list)\n"
-            "  --workloads  W1,W2,W3,W4,W5,W7,MEM,FLOOR (default: all)\n"
+            "  --workloads  W1,W2,W3,W4,W5,W7,W8,MEM,FLOOR (default: all)\n"
             "  --n          sizes (default 1000,10000,100000,1000000,10000000;"
             "\n               W7 runs at 100000 and 1000000 unless --n)\n"
             "  --seed       splitmix64 seed of the op streams (default 42)\n"

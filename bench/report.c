@@ -109,8 +109,8 @@ static const char *skip_reason(const char *impl, const char *workload,
 
 /* ---------------------------------------------------------------- table */
 
-static const char *const wl_order[] = {"W1", "W2", "W3",  "W4",
-                                       "W5", "W7", "MEM", "FLOOR"};
+static const char *const wl_order[] = {"W1", "W2", "W3",  "W4",   "W5",
+                                       "W7", "W8", "MEM", "FLOOR"};
 static const char *const metric_order[] = {"ns_per_op",
                                            "ns_per_arm",
                                            "ns_per_expiry",

@@ -25,7 +25,7 @@ import os
 import sys
 
 # The order rows and columns appear in; anything else follows, sorted.
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "MEM", "FLOOR",
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "MEM", "FLOOR",
              "S1-1p", "S1-2p", "S2-0w", "S2-2w"]
 IMPLS = ["rota", "rota-arm", "rota-store", "rota-slack", "rota-service",
          "heap2", "heap4", "hashed-rounds", "wheel-bare", "wheel-approx",
@@ -42,6 +42,7 @@ TITLES = {
     "W5": "W5 periodic timers",
     "W6": "W6 keyed TTL timers (bench_keyed)",
     "W7": "W7 event-loop tick, 100 ms, 30 s idle timeout",
+    "W8": "W8 QUIC: move a pending deadline by up to one RTT, earlier or later",
     "MEM": "MEM: bytes per timer",
     "FLOOR": "FLOOR: one random memory access among N nodes",
     "S1-1p": "S1 threaded service, 1 producer: arm + cancel pairs",

@@ -53,6 +53,8 @@
 #define W7_TIMEOUT 30000u      /* idle timeout: 30 s */
 #define W7_LIMIT 1024u         /* work limit per advance call, if any */
 #define W7_SILENT_PER_MILLE 10 /* 1% of connections never speak */
+#define W8_TIMEOUT 30000u      /* a connection's timer on arrival */
+#define W8_RTT 100u            /* each move: up to one RTT either way */
 
 /* ------------------------------------------------------------ randomness */
 
@@ -78,7 +80,7 @@ static uint64_t stream_seed(const struct config *cfg, enum bench_workload wl,
 
 /* -------------------------------------------------------- the fire hook */
 
-enum hook_mode { HOOK_COUNT, HOOK_W1, HOOK_W2, HOOK_W5 };
+enum hook_mode { HOOK_COUNT, HOOK_W1, HOOK_W2, HOOK_W5, HOOK_W8 };
 
 /* A timer's window, in the checked run of an approximate implementation:
  * due at `deadline`, allowed until deadline + `bound`. */
@@ -102,6 +104,7 @@ static struct {
     uint64_t fires;
     uint64_t sum;
     uint32_t *counts;
+    uint64_t *deadline; /* W8: each timer's deadline, as the driver set it */
     double job_start;
     const char *fault; /* --fault: the implementation to misreport */
     bool fault_early;  /* --fault-early: report the fire too early */
@@ -272,6 +275,10 @@ void bench_fired(uint32_t id)
     case HOOK_W5:
         g.counts[id]++;
         break;
+    case HOOK_W8: /* the connection's next packet: a fresh timeout */
+        g.deadline[id] = tick + W8_TIMEOUT;
+        g.impl->rearm(g.h, id, tick + W8_TIMEOUT);
+        break;
     }
 }
 
@@ -308,7 +315,7 @@ struct wl_data {
     int reps;
     double cap;
     uint64_t ops_per_rep;
-    struct w1_op *w1; /* W1: reps * ops */
+    struct w1_op *w1; /* W1 and W8 (a signed move): reps * ops */
     uint32_t *ids;    /* W2 and FLOOR: reps * ops */
     uint32_t *setup;  /* W1, W2, MEM: one delay per timer */
 };
@@ -354,6 +361,16 @@ struct wl_data *wl_prepare(const struct config *cfg, enum bench_workload wl,
         d->ids = xmalloc((size_t)total * sizeof *d->ids);
         for (uint64_t i = 0; i < total; i++)
             d->ids[i] = uniform(&s, 0, n - 1);
+        break;
+    case WL_W8:
+        d->setup = xmalloc((size_t)n * sizeof *d->setup);
+        for (uint32_t i = 0; i < n; i++)
+            d->setup[i] = uniform(&s, 1, W8_TIMEOUT);
+        d->w1 = xmalloc((size_t)total * sizeof *d->w1);
+        for (uint64_t i = 0; i < total; i++) {
+            d->w1[i].id = uniform(&s, 0, n - 1);
+            d->w1[i].delay = uniform(&s, 0, 2 * W8_RTT); /* RTT + move */
+        }
         break;
     case WL_MEM:
         d->setup = xmalloc((size_t)n * sizeof *d->setup);
@@ -491,6 +508,50 @@ static void run_w2(const struct bench_impl *impl, struct wl_data *d,
     }
     set_out(out, 0, "ns_per_op", t, out->reps);
     impl->destroy(h);
+}
+
+/* W8 QUIC: move a random pending timer by up to one RTT, earlier or later
+ * (clamped to after now), with the implementation's refresh call; 1 tick
+ * per N/1000 ops; a timer that fires is armed again 30 s ahead. */
+static void run_w8(const struct bench_impl *impl, struct wl_data *d,
+                   uint64_t seed, struct wl_out *out)
+{
+    uint32_t n = d->n;
+    uint32_t per_tick = n / 1000 ? n / 1000 : 1;
+    uint64_t now = START_TICK;
+    void *h = impl->create(n, now);
+    uint64_t *deadline = xmalloc((size_t)n * sizeof *deadline);
+    double t[MAX_REPS];
+
+    hook_begin(impl, h, HOOK_W8, seed, now);
+    g.deadline = deadline;
+    for (uint32_t i = 0; i < n; i++) {
+        deadline[i] = now + d->setup[i];
+        impl->arm(h, i, deadline[i]);
+    }
+    for (int r = 0; more_reps(d, r, out); r++) {
+        const struct w1_op *op = d->w1 + (uint64_t)r * d->ops_per_rep;
+        uint64_t m = d->ops_per_rep;
+        uint32_t k = 0;
+        double t0 = bench_wall();
+        for (uint64_t i = 0; i < m; i++) {
+            uint32_t id = op[i].id;
+            uint64_t to = deadline[id] + op[i].delay - W8_RTT;
+            if (to <= now)
+                to = now + 1;
+            deadline[id] = to;
+            impl->rearm(h, id, to);
+            if (++k == per_tick) {
+                k = 0;
+                advance_to(++now);
+            }
+        }
+        t[r] = (bench_wall() - t0) * 1e9 / (double)m;
+    }
+    set_out(out, 0, "ns_per_op", t, out->reps);
+    impl->destroy(h);
+    g.deadline = NULL;
+    free(deadline);
 }
 
 /* W3 storm: arm N timers over [1, 60000], then advance tick by tick to
@@ -792,6 +853,9 @@ void wl_run(const struct config *cfg, const struct bench_impl *impl,
         break;
     case WL_W7:
         run_w7(cfg, impl, d, seed, out);
+        break;
+    case WL_W8:
+        run_w8(impl, d, seed, out);
         break;
     case WL_MEM:
         run_mem(impl, d, out);
