@@ -71,6 +71,19 @@ static inline struct rota_periodic *periodic_of(struct rota_timer *t)
     return rota_container_of(t, struct rota_periodic, timer);
 }
 
+/* What every build reports when a walk finds the wheel's lists looping
+ * (wheel.c, "walks that end"; rota.h, THE WHEEL'S RULES), naming the
+ * misuses that do it. */
+#define MISUSE_CORRUPT                                                         \
+    "the wheel's lists are corrupt: a pending timer freed or initialised "     \
+    "again without rota_timer_cancel(), the wheel used from two threads, "     \
+    "or the wheel initialised again or copied while timers were pending"
+
+/* Report a corrupt wheel (error.c): the misuse handler, then a message on
+ * stderr and abort().  Never returns. */
+_Noreturn void rota__wheel_corrupt(const struct rota_wheel *wheel,
+                                   const struct rota_timer *timer);
+
 /* A debug build's checks (rota.h, DEBUG BUILDS), which read the states. */
 #include "wheel_debug.h"
 
