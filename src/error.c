@@ -75,6 +75,18 @@ void rota__debug_report(const char *misuse, const struct rota_timer *timer)
     abort();
 }
 
+void rota__debug_report_wheel(const char *misuse,
+                              const struct rota_wheel *wheel)
+{
+    if (misuse_fn != NULL) {
+        misuse_fn(misuse, (const struct rota_timer *)(const void *)wheel,
+                  misuse_arg);
+        return;
+    }
+    fprintf(stderr, "rota: %s (wheel %p)\n", misuse, (const void *)wheel);
+    abort();
+}
+
 void rota__debug_fatal(const char *misuse, const struct rota_timer *timer)
 {
     rota__debug_report(misuse, timer);

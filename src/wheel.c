@@ -919,12 +919,33 @@ static inline void end_pass(struct rota_wheel *w)
 
 #ifdef ROTA_DEBUG
 _Atomic(uintptr_t) rota__debug_wheels[DEBUG_WHEELS];
+_Atomic(uintptr_t) rota__debug_busy[DEBUG_WHEELS];
+_Thread_local char rota__debug_thread;
+
+/* Run `call` (an int-returning expression) as a pass of a debug build: the
+ * wheel's own checks first (wheel_debug.h), its mark while it runs. */
+#define DEBUG_PASS(w, call)                                                    \
+    do {                                                                       \
+        bool entered_ = false;                                                 \
+        int rc_ = (w) == NULL ? 0 : debug_pass_begin((w), &entered_);          \
+        if (rc_ == 0) {                                                        \
+            rc_ = (call);                                                      \
+            debug_pass_end((w), entered_);                                     \
+        }                                                                      \
+        return rc_;                                                            \
+    } while (0)
+#else
+#define DEBUG_PASS(w, call) return (call)
 #endif
 
 int rota_wheel_init(struct rota_wheel *w, uint64_t now)
 {
     if (w == NULL)
         return ROTA_EINVAL;
+#ifdef ROTA_DEBUG
+    if (debug_init_of_busy_wheel(w))
+        return ROTA_EINVAL; /* reported; the wheel is left as it was */
+#endif
     if (now > ROTA_MAX_DEADLINE)
         now = ROTA_MAX_DEADLINE;
     *w = (struct rota_wheel){0};
@@ -1004,8 +1025,8 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited,
     return more;
 }
 
-int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
-                           size_t *fired)
+static int advance_max_call(struct rota_wheel *w, uint64_t now,
+                            size_t max_fires, size_t *fired)
 {
     size_t count = 0;
     int more = 0;
@@ -1023,7 +1044,13 @@ int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
     return more;
 }
 
-int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
+int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
+                           size_t *fired)
+{
+    DEBUG_PASS(w, advance_max_call(w, now, max_fires, fired));
+}
+
+static int advance_call(struct rota_wheel *w, uint64_t now)
 {
     size_t fired;
 
@@ -1037,8 +1064,13 @@ int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
     return fired > INT_MAX ? INT_MAX : (int)fired;
 }
 
-int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
-                      struct rota_timer **out, size_t cap, size_t *n)
+int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
+{
+    DEBUG_PASS(w, advance_call(w, now));
+}
+
+static int expire_call(struct rota_wheel *w, uint64_t now,
+                       struct rota_timer **out, size_t cap, size_t *n)
 {
     struct budget b;
     size_t count = 0;
@@ -1071,6 +1103,12 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
     if (n != NULL)
         *n = count;
     return more;
+}
+
+int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
+                      struct rota_timer **out, size_t cap, size_t *n)
+{
+    DEBUG_PASS(w, expire_call(w, now, out, cap, n));
 }
 
 /* The exact earliest deadline, computed (see the essay). */
@@ -1146,8 +1184,16 @@ uint64_t rota_wheel_next_deadline(struct rota_wheel *w)
         return ROTA_NEVER;
     if (w->earliest_ != 0)
         return w->earliest_;
-    /* 0 means "unknown", so a true earliest deadline of 0 is not cached. */
+        /* 0 means "unknown", so a true earliest deadline of 0 is not cached. */
+#ifdef ROTA_DEBUG
+    bool entered;
+    if (debug_pass_begin(w, &entered) != 0)
+        return 0; /* reported; an early wake-up is harmless */
     uint64_t earliest = find_earliest(w);
+    debug_pass_end(w, entered);
+#else
+    uint64_t earliest = find_earliest(w);
+#endif
     w->earliest_ = earliest;
     return earliest;
 }
@@ -1217,8 +1263,9 @@ void rota_wheel_stats(const struct rota_wheel *w, struct rota_stats *out)
     out->pending = pending_count(w);
 }
 
-int rota_wheel_drain(struct rota_wheel *w,
-                     void (*fn)(struct rota_timer *timer, void *arg), void *arg)
+static int drain_call(struct rota_wheel *w,
+                      void (*fn)(struct rota_timer *timer, void *arg),
+                      void *arg)
 {
     struct rota_link batch;
 
@@ -1250,6 +1297,12 @@ int rota_wheel_drain(struct rota_wheel *w,
     }
     w->earliest_ = 0;
     return 0;
+}
+
+int rota_wheel_drain(struct rota_wheel *w,
+                     void (*fn)(struct rota_timer *timer, void *arg), void *arg)
+{
+    DEBUG_PASS(w, drain_call(w, fn, arg));
 }
 
 /* ------------------------------------------------------- public: timers */

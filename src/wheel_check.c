@@ -251,9 +251,18 @@ int rota_wheel_foreach(struct rota_wheel *w, rota_visit_fn *visit, void *arg)
         return ROTA_EINVAL;
     if (w->in_pass_ & IN_FOREACH)
         return ROTA_EBUSY;
+#ifdef ROTA_DEBUG
+    bool entered;
+    int rc = debug_pass_begin(w, &entered);
+    if (rc != 0)
+        return rc;
+#endif
     uint8_t was = w->in_pass_;
     w->in_pass_ = (uint8_t)(was | IN_FOREACH);
-    int rc = walk(w, visit, arg);
+    int walked = walk(w, visit, arg);
     w->in_pass_ = was;
-    return rc;
+#ifdef ROTA_DEBUG
+    debug_pass_end(w, entered);
+#endif
+    return walked;
 }
