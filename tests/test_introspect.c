@@ -16,6 +16,8 @@
  */
 #include <rota.h>
 
+#include <string.h>
+
 #include "harness.h"
 
 struct node {
@@ -41,6 +43,8 @@ TEST(remaining_pending_due_idle)
 {
     struct node a, b;
 
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 1000);
     rota_timer_init(&a.timer, NULL);
     rota_timer_init(&b.timer, NULL);
@@ -83,6 +87,8 @@ TEST(remaining_periodic_counts_to_next_fire)
 {
     struct node p;
 
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 0);
     rota_periodic_init(&p.per, NULL);
     rota_periodic_arm_at(&wheel, &p.per, 10, 25, ROTA_MISSED_SKIP);
@@ -116,6 +122,8 @@ TEST(remaining_inside_callbacks)
 {
     struct node a = {.id = 0}, p = {.id = 1}, b = {.id = 2};
 
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 0);
     rota_timer_init(&a.timer, look_inside);
     rota_periodic_init(&p.per, look_inside);
@@ -138,7 +146,11 @@ TEST(remaining_errors)
     struct node a, junk;
     uint64_t ticks = 7;
 
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 0);
+    memset(&other, 0,
+           sizeof other); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&other, 0);
     rota_timer_init(&a.timer, NULL);
     rota_timer_arm_at(&other, &a.timer, 10);
@@ -210,6 +222,8 @@ static bool visits_match(const bool *pending)
 
 TEST(foreach_empty_and_errors)
 {
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 0);
     CHECK_EQ_INT(walk_all(&wheel), 0);
     CHECK_EQ_U64(nvisits, 0);
@@ -247,6 +261,8 @@ static unsigned random_walks(uint64_t seed, unsigned ops, bool plant,
     uint64_t s = seed;
     unsigned bad = 0;
 
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 1000000);
     for (unsigned i = 0; i < POOL; i++) {
         rota_periodic_init(&pool[i].per, model_fire);
@@ -331,6 +347,8 @@ TEST(foreach_sees_half_done_cascade)
 {
     bool pending[POOL] = {false};
 
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 0);
     for (unsigned i = 0; i < 5; i++) {
         rota_timer_init(&pool[i].timer, NULL);
@@ -361,6 +379,8 @@ TEST(foreach_from_callback_sees_due_and_deferred)
 {
     bool pending[POOL] = {false};
 
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 0);
     for (unsigned i = 0; i < 10; i++) {
         rota_timer_init(&pool[i].timer, NULL);
@@ -396,6 +416,8 @@ static int stop_after(struct rota_wheel *w, struct rota_timer *t, void *arg)
 
 TEST(foreach_stops_when_visitor_says_so)
 {
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 0);
     for (unsigned i = 0; i < 50; i++) {
         rota_timer_init(&pool[i].timer, NULL);
@@ -441,6 +463,8 @@ TEST(foreach_visitor_may_cancel_and_free_visited_timer)
     static unsigned seen[N];
     struct heap_node *keep[N];
 
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 0);
     memset(seen, 0, sizeof seen);
     for (unsigned i = 0; i < N; i++) {
@@ -502,7 +526,11 @@ TEST(foreach_refuses_reentry)
 {
     struct node a, b, c;
 
+    memset(&wheel, 0,
+           sizeof wheel); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&wheel, 100);
+    memset(&other, 0,
+           sizeof other); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&other, 0);
     rota_timer_init(&a.timer, NULL);
     rota_timer_init(&b.timer, NULL);

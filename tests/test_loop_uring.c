@@ -127,6 +127,7 @@ static void object_scenario(unsigned flags, bool plant)
 
     ring_init();
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    memset(&w, 0, sizeof w); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&w, rota_clock_now(&clk));
     CHECK(rota_uring_init(&ut, &ring, &w, &clk, flags) == 0);
     struct rota_uring_stats st = stats_of(&ut);
@@ -249,6 +250,7 @@ TEST(uring_init_errors)
     need_uring();
     ring_init();
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    memset(&w, 0, sizeof w); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&w, 0);
     CHECK(rota_uring_init(NULL, &ring, &w, &clk, 0) == ROTA_EINVAL);
     CHECK(rota_uring_init(&ut, NULL, &w, &clk, 0) == ROTA_EINVAL);
@@ -281,6 +283,7 @@ TEST(uring_update_refused_falls_back_to_remove)
         SKIP("this kernel has no IORING_TIMEOUT_UPDATE: nothing to refuse");
     }
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    memset(&w, 0, sizeof w); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&w, rota_clock_now(&clk));
     CHECK(rota_uring_init(&ut, &ring, &w, &clk, 0) == 0);
     rota_timer_init(&a, on_object);
@@ -324,6 +327,7 @@ TEST(uring_timeout_cancelled_by_others_is_armed_again)
     need_uring();
     ring_init();
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    memset(&w, 0, sizeof w); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&w, rota_clock_now(&clk));
     CHECK(rota_uring_init(&ut, &ring, &w, &clk, 0) == 0);
     rota_timer_init(&t, on_object);
@@ -383,6 +387,7 @@ TEST(uring_handle_from_a_callback_is_busy)
     need_uring();
     ring_init();
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
+    memset(&w, 0, sizeof w); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&w, rota_clock_now(&clk));
     rota_timer_init(&t, on_busy);
     CHECK(rota_timer_arm_at(&w, &t, rota_clock_deadline_after(&clk, LT_MS)) ==
@@ -414,6 +419,7 @@ TEST(uring_coarse_clock_fires_once)
     if (rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC_COARSE, LT_MS / 10) != 0)
         SKIP("no CLOCK_MONOTONIC_COARSE on this system");
     ring_init();
+    memset(&w, 0, sizeof w); /* a new wheel: rota.h, THE WHEEL\'S RULES */
     rota_wheel_init(&w, rota_clock_now(&clk));
     CHECK(rota_uring_init(&ut, &ring, &w, &clk, 0) == 0);
     rota_timer_init(&t, on_object);
