@@ -23,8 +23,9 @@
 #                       against the TTL cache and redis-server
 #                       (examples/ttl-cache/README.md)
 #   make debug          Debug build with rota's misuse checks (ROTA_DEBUG=ON,
-#                       rota.h "DEBUG BUILDS") in build-debug/; link
-#                       build-debug/librota.so instead of the normal one
+#                       rota.h "DEBUG BUILDS") in build-debug/, whose
+#                       librota has the checks (every build also makes
+#                       librota_debug, the same checks beside librota)
 #   make install        build/ installed into $(PREFIX) (default /usr/local)
 #   make format         clang-format -i every C file
 #   make format-check   fail if any C file is not clang-formatted

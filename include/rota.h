@@ -85,6 +85,34 @@
  *   time.  Different wheels are independent.  rota/service.h provides a
  *   thread-safe service built on this core.
  *
+ * THE WHEEL'S RULES
+ *   A wheel links its pending timers, and they link it back, by address.
+ *   So:
+ *   - One thread at a time: every call on a wheel or on its timers, from
+ *     one thread, or from several with a lock or a queue between their
+ *     calls (a hand-over).  Two threads in calls on one wheel at once
+ *     corrupt its lists.
+ *   - No copy: use a wheel at the address rota_wheel_init() was given.  A
+ *     struct copy (assignment, memcpy, a struct returned by value) shares
+ *     the original's lists and breaks both.  Nor is it moved.
+ *   - No rota_wheel_init() while timers are pending: drain it first
+ *     (rota_wheel_drain()).  Initialising it again orphans them: they still
+ *     link the wheel's list heads, which no longer link them.
+ *   - A pending timer's memory stays valid until the timer is cancelled,
+ *     fires (one-shot) or is drained (OWNERSHIP): freeing its object
+ *     without rota_timer_cancel() leaves the wheel linking whatever takes
+ *     that memory next.
+ *   What breaking them does: in every build, a walk of the wheel that
+ *   meets a list corrupted so that it would never end (a list that loops,
+ *   timers filed again ahead of the walk) is stopped within a bounded
+ *   amount of work and reported: the misuse handler (rota_debug_set_handler())
+ *   is given "the wheel's lists are corrupt: ..." (the message names the
+ *   three misuses above) and the wheel's address, then the default message
+ *   goes to stderr and the process abort()s.  No misuse makes a call loop
+ *   for ever; one may still crash on a wild pointer, or lose or misfire
+ *   timers, before a walk sees it.  A debug build (next) names each
+ *   misuse where it happens.
+ *
  * ERRORS
  *   Functions that can fail return 0 (or a documented non-negative value) on
  *   success and a negative ROTA_E* code on failure; rota_strerror() gives the
@@ -105,10 +133,15 @@
  *   wheel's lists).  Run your tests against a debug build.
  *
  * DEBUG BUILDS
- *   A library built with ROTA_DEBUG (cmake -DROTA_DEBUG=ON, `make debug`,
- *   or -DROTA_DEBUG when compiling the single-file rota.c) checks every
- *   timer it is given or finds in its lists, and reports each misuse by
- *   name, with the timer's address:
+ *   A library built with ROTA_DEBUG checks every timer it is given or finds
+ *   in its lists, and reports each misuse by name, with the timer's
+ *   address.  Every install has one beside librota: librota_debug (shared
+ *   and static), linked with -lrota_debug, `pkg-config rota-debug` or the
+ *   CMake target rota::rota_debug (rota::rota_debug_static), in place of
+ *   librota; a program already built against librota.so runs on it with
+ *   LD_PRELOAD=librota_debug.so.  (Also: cmake -DROTA_DEBUG=ON or `make
+ *   debug`, whose librota is itself the debug build, and -DROTA_DEBUG when
+ *   compiling the single-file rota.c.)  The reports:
  *     "rota_timer_init() of a pending timer"
  *         the timer is still linked in a wheel: cancel it first (or its
  *         memory was freed while pending and is being reused).  The call
@@ -135,6 +168,36 @@
  *         a pending timer passed with another wheel than its own, found
  *         by following its list to the list's head (within 32 timers of
  *         either end; further in, the call is taken at its word).
+ *   and the wheel's rules (THE WHEEL'S RULES), with the wheel's address:
+ *     "wheel used from two threads at once: a wheel and its timers belong
+ *     to one thread at a time"
+ *         a call of one thread while another thread's advance(),
+ *         advance_max(), expire(), drain(), next_deadline() or foreach()
+ *         runs on the same wheel: the later call returns ROTA_EBUSY,
+ *         having changed nothing (an advance() that is idle inline, and
+ *         two threads arming at once with no pass running, are not seen).
+ *         A wheel handed from one thread to another is never reported.
+ *     "rota_wheel_init() of a wheel with pending timers: drain it first,
+ *     or it was copied"
+ *         a timer that was pending when its wheel was initialised again
+ *         (or that belongs to a copy) used in a call: its list leads to one
+ *         of the wheel's list heads, which does not lead back.  The call
+ *         returns ROTA_ECORRUPT.  A wheel abandoned together with its
+ *         timers, their memory gone too, may be initialised again: only a
+ *         timer of the old wheel that is used again is reported.
+ *     "wheel moved or copied after rota_wheel_init() (or never
+ *     initialised): use it at the address it was initialised at"
+ *         a call on a copy of a wheel (or on memory never initialised as
+ *         one): ROTA_ECORRUPT (0 from rota_wheel_next_deadline()), having
+ *         changed nothing.
+ *   A timer freed while pending is found when its memory is reused,
+ *   wherever the timer sits in its object: a new timer initialised at its
+ *   address is "rota_timer_init() of a pending timer"; its bytes written
+ *   over, or a new timer at another offset of the block, break its seal or
+ *   its neighbours' links ("pending timer freed ...", "a neighbour ...").
+ *   Memory freed and left as it was still holds a valid-looking timer,
+ *   and nothing in the library can tell: run ASan or valgrind, which report
+ *   the wheel's first read of it.
  *   How: a timer carries a 16-bit seal of its address, callback, state and
  *   (while idle) deadline, kept in the callback pointer's top 16 bits on a
  *   64-bit target (user-space code addresses leave them 0; a callback
@@ -572,7 +635,9 @@ static inline void rota_timer_touch_at_unchecked(struct rota_wheel *wheel,
                                                  struct rota_timer *timer,
                                                  uint64_t deadline);
 
-/* Prepare an empty wheel whose time starts at `now`.  0 or ROTA_EINVAL. */
+/* Prepare an empty wheel whose time starts at `now`.  0 or ROTA_EINVAL.
+ * Not on a wheel with pending timers, and the wheel is used at this address
+ * only (THE WHEEL'S RULES). */
 ROTA_API int rota_wheel_init(struct rota_wheel *wheel, uint64_t now);
 
 /*
@@ -810,17 +875,21 @@ ROTA_API int rota_wheel_foreach(struct rota_wheel *wheel, rota_visit_fn *visit,
 /* ------------------------------------------------------------------- debug */
 
 /*
- * Receives the misuses a debug build finds (see DEBUG BUILDS): `misuse` is
- * one of the static messages listed there, `timer` the address concerned.
- * Called on the thread that made the call, possibly inside
- * rota_wheel_advance(); it must not call into the wheel concerned.
+ * Receives the misuses a debug build finds (see DEBUG BUILDS), and in every
+ * build a corrupt wheel found by a walk (THE WHEEL'S RULES): `misuse` is
+ * one of the static messages listed there, `timer` the address concerned
+ * (for a misuse of a wheel, the wheel's address, cast; NULL when a walk
+ * cannot tell).  Called on the thread that made the call, possibly inside
+ * rota_wheel_advance(); it must not call into the wheel concerned.  After
+ * a corrupt-wheel report the process aborts when the handler returns.
  */
 typedef void rota_misuse_fn(const char *misuse, const struct rota_timer *timer,
                             void *arg);
 
 /* Set the handler of misuse reports; NULL restores the default (message to
  * stderr, then abort()).  Process-wide: set it before threads use rota.
- * Accepted by every build; only a debug build ever calls it. */
+ * Accepted by every build; a normal build calls it only for a corrupt
+ * wheel (THE WHEEL'S RULES). */
 ROTA_API void rota_debug_set_handler(rota_misuse_fn *fn, void *arg);
 
 /* Whether the library linked was built with ROTA_DEBUG. */

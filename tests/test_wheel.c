@@ -81,6 +81,17 @@ static void log_reset(void)
 
 static struct rota_wheel wheel, wheel2; /* ~37 KiB each */
 
+/* A new wheel in `w`'s memory.  The wheel a test before left may still
+ * link that test's timers, gone with its stack frame: it is dropped with
+ * them (rota.h, OWNERSHIP) by clearing its memory, and not initialised
+ * again, which rota.h forbids while timers are pending (a debug build
+ * reports it). */
+static void new_wheel(struct rota_wheel *w, uint64_t now)
+{
+    memset(w, 0, sizeof *w);
+    rota_wheel_init(w, now);
+}
+
 /* rota_wheel_timeout_ms()'s timeout, which must come with status 0. */
 static int tmo(struct rota_wheel *w, uint64_t now, uint64_t tick_ns)
 {
@@ -185,7 +196,7 @@ TEST(null_pointers_einval)
     const char *why = NULL;
 
     tn_init(&a, 0);
-    rota_wheel_init(&wheel, 10);
+    new_wheel(&wheel, 10);
     CHECK_EQ_INT(rota_timer_arm_at(NULL, &a.per.timer, 20), ROTA_EINVAL);
     CHECK_EQ_INT(rota_timer_arm_at(&wheel, NULL, 20), ROTA_EINVAL);
     CHECK_EQ_INT(rota_timer_arm_in(NULL, &a.per.timer, 5), ROTA_EINVAL);
@@ -269,7 +280,7 @@ TEST(uninitialised_timer_euninit)
 {
     struct tn other;
 
-    rota_wheel_init(&wheel, 10);
+    new_wheel(&wheel, 10);
     tn_init(&other, 1);
     rota_timer_arm_at(&wheel, &other.per.timer,
                       30); /* the wheel is not empty */
@@ -293,7 +304,7 @@ TEST(pending_on_other_wheel_eotherwheel)
 {
     struct tn a;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     rota_wheel_init(&wheel2, 0);
     tn_init(&a, 0);
     CHECK_EQ_INT(rota_timer_arm_at(&wheel, &a.per.timer, 100), 0);
@@ -352,7 +363,7 @@ TEST(reentry_from_callback_ebusy)
 {
     struct tn a, b;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     rota_wheel_init(&wheel2, 0);
     tn_init(&a, 0);
     tn_init(&b, 1);
@@ -382,7 +393,7 @@ TEST(touch_not_pending_enoent)
 {
     struct tn a;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     CHECK_EQ_INT(rota_timer_touch_at(&wheel, &a.per.timer, 10), ROTA_ENOENT);
     rota_timer_arm_at(&wheel, &a.per.timer, 10);
@@ -482,7 +493,7 @@ TEST(arm_fire_cancel_basics)
 {
     struct tn a, b;
 
-    rota_wheel_init(&wheel, 1000);
+    new_wheel(&wheel, 1000);
     tn_init(&a, 0);
     tn_init(&b, 1);
     CHECK(!rota_timer_pending(&a.per.timer));
@@ -518,7 +529,7 @@ TEST(timer_init_again_changes_callback)
     struct tn a;
     int drained = 0;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 7);
     rota_timer_arm_at(&wheel, &a.per.timer, 5);
     log_reset();
@@ -541,7 +552,7 @@ TEST(arm_periodic_einval)
 {
     struct tn a;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     CHECK_EQ_INT(rota_periodic_arm_at(&wheel, &a.per, 10, 0, ROTA_MISSED_SKIP),
                  ROTA_EINVAL);
@@ -593,7 +604,7 @@ TEST(target_slot_under_the_hand)
             /* deadline and now share every digit at and below level k: the
              * target slot at level k is the one under the hand. */
             uint64_t d = bases[i] + span(k + 1);
-            rota_wheel_init(&wheel, bases[i]);
+            new_wheel(&wheel, bases[i]);
             tn_init(&a, 0);
             rota_timer_arm_at(&wheel, &a.per.timer, d);
             if (!expect_exact(&wheel, &a, d))
@@ -601,7 +612,7 @@ TEST(target_slot_under_the_hand)
                         bases[i]);
             /* The same from inside a callback, while the wheel's hand sits
              * exactly on the slot being processed. */
-            rota_wheel_init(&wheel, 0);
+            new_wheel(&wheel, 0);
             tn_init(&a, 0);
             tn_init(&b, 1);
             a.act = arm_target_in;
@@ -638,7 +649,7 @@ TEST(delay_exact_multiple_of_level_span)
                 uint64_t exp = nows[i] > ROTA_MAX_DEADLINE - delay
                                    ? ROTA_MAX_DEADLINE
                                    : nows[i] + delay;
-                rota_wheel_init(&wheel, nows[i]);
+                new_wheel(&wheel, nows[i]);
                 tn_init(&a, 0);
                 CHECK_EQ_INT(rota_timer_arm_in(&wheel, &a.per.timer, delay), 0);
                 CHECK_EQ_U64(rota_timer_deadline(&a.per.timer), exp);
@@ -647,7 +658,7 @@ TEST(delay_exact_multiple_of_level_span)
                             j, nows[i]);
                 /* And the largest multiple: slots - 1 spans. */
                 {
-                    rota_wheel_init(&wheel, nows[i]);
+                    new_wheel(&wheel, nows[i]);
                     tn_init(&a, 0);
                     uint64_t d2 = nows[i] + (ROTA_WHEEL_SLOTS - 1) * span(k) +
                                   (uint64_t)(int64_t)j;
@@ -669,7 +680,7 @@ TEST(deadlines_on_level_boundaries)
     /* Deadlines 3 * 256^k - 1, 3 * 256^k, 3 * 256^k + 1 for every level; all
      * armed at once, then reached by jumps straight onto each deadline and
      * by single ticks around it. */
-    rota_wheel_init(&wheel, start);
+    new_wheel(&wheel, start);
     tn_init_all(t, 30);
     for (unsigned k = 1; k < ROTA_WHEEL_LEVELS; k++)
         for (int j = -1; j <= 1; j++)
@@ -696,7 +707,7 @@ TEST(deadlines_on_level_boundaries)
 
     /* One jump over many boundaries: every timer once, in order, with its
      * exact lateness. */
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     for (unsigned k = 1; k <= 6; k++)
         for (int j = -1; j <= 1; j++)
             rota_timer_arm_at(&wheel,
@@ -718,7 +729,7 @@ TEST(never_early_tick_by_tick)
     struct tn t[200];
     uint64_t seed = 12345, now = 1000000;
 
-    rota_wheel_init(&wheel, now);
+    new_wheel(&wheel, now);
     tn_init_all(t, 200);
     for (int i = 0; i < 200; i++)
         rota_timer_arm_at(&wheel, &t[i].per.timer,
@@ -767,7 +778,7 @@ TEST(time_source_counts_delays_from_the_present)
     struct tn t[4];
     tn_init_all(t, 4);
     present_reads = 0;
-    rota_wheel_init(&wheel, 1000);
+    new_wheel(&wheel, 1000);
     CHECK_EQ_INT(rota_wheel_set_time_source(NULL, read_fake_present, NULL),
                  ROTA_EINVAL);
     CHECK_EQ_U64(rota_wheel_now(&wheel), 1000); /* none yet */
@@ -836,7 +847,7 @@ TEST(time_source_counts_delays_from_the_present)
     CHECK_EQ_INT(
         rota_wheel_set_time_source(&wheel, read_fake_present, &fake_present),
         0);
-    rota_wheel_init(&wheel, 3000);
+    new_wheel(&wheel, 3000);
     CHECK_EQ_U64(rota_wheel_now(&wheel), 3000);
     CHECK_EQ_U64(present_reads, reads);
     CHECK_WHEEL(&wheel);
@@ -854,7 +865,7 @@ TEST(rearm_delay_zero_in_callback_fires_next_call)
     struct tn a, b;
     size_t fired = 0;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     tn_init(&b, 1);
     a.act = rearm_zero;
@@ -903,7 +914,7 @@ TEST(callback_cancels_next_due_timer)
 
     /* t0 and t1 share a deadline; t2 is later in the same pass; t0's
      * callback cancels both. */
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(t, 5);
     rota_timer_arm_at(&wheel, &t[0].per.timer, 100);
     rota_timer_arm_at(&wheel, &t[1].per.timer, 100);
@@ -942,7 +953,7 @@ TEST(callback_cancels_and_frees_timer_due_in_same_pass)
 
     if (!CHECK(b != NULL))
         return;
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     tn_init(b, 1);
     tn_init(&c, 2);
@@ -977,7 +988,7 @@ TEST(callback_frees_own_container)
     struct tn *n[6];
     struct tn keep;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&keep, 99);
     for (int i = 0; i < 6; i++) {
         n[i] = malloc(sizeof *n[i]);
@@ -1010,7 +1021,7 @@ TEST(huge_delays_saturate)
 {
     struct tn a, b, c, d;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     tn_init(&b, 1);
     tn_init(&c, 2);
@@ -1027,7 +1038,7 @@ TEST(huge_delays_saturate)
     CHECK_WHEEL(&wheel);
 
     /* From a large now, a huge delay saturates instead of wrapping. */
-    rota_wheel_init(&wheel, (uint64_t)1 << 63);
+    new_wheel(&wheel, (uint64_t)1 << 63);
     tn_init(&a, 0);
     tn_init(&b, 1);
     tn_init(&c, 2);
@@ -1060,7 +1071,7 @@ TEST(huge_delays_saturate)
 
     /* advance(UINT64_MAX) is read as ROTA_MAX_DEADLINE: a timer there
      * fires, and the time is not UINT64_MAX ("never"). */
-    rota_wheel_init(&wheel, UINT64_MAX - 100);
+    new_wheel(&wheel, UINT64_MAX - 100);
     rota_timer_arm_at(&wheel, &a.per.timer, UINT64_MAX);
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance(&wheel, UINT64_MAX), 1);
@@ -1082,7 +1093,7 @@ TEST(clock_backwards_counted_fires_nothing)
     struct rota_timer *out[2];
     size_t n = 99;
 
-    rota_wheel_init(&wheel, 100);
+    new_wheel(&wheel, 100);
     tn_init(&a, 0);
     tn_init(&b, 1);
     rota_timer_arm_at(&wheel, &a.per.timer, 100); /* due now */
@@ -1124,7 +1135,7 @@ static void scenario_from(uint64_t start)
     struct tn t[N];
     uint64_t now = start;
 
-    rota_wheel_init(&wheel, start);
+    new_wheel(&wheel, start);
     tn_init_all(t, N);
     for (int i = 0; i < N; i++)
         CHECK_EQ_INT(rota_timer_arm_in(&wheel, &t[i].per.timer, delays[i]), 0);
@@ -1160,7 +1171,7 @@ TEST(advance_by_zero_and_by_2_pow_40)
     uint64_t seed = 99;
 
     /* Advancing by 0 fires nothing and changes nothing. */
-    rota_wheel_init(&wheel, 5000);
+    new_wheel(&wheel, 5000);
     tn_init_all(t, 64);
     rota_timer_arm_at(&wheel, &t[0].per.timer, 5001);
     log_reset();
@@ -1199,7 +1210,7 @@ TEST(wheel_started_near_the_top)
     struct tn t[8];
     uint64_t start = UINT64_MAX - ((uint64_t)1 << 20);
 
-    rota_wheel_init(&wheel, start);
+    new_wheel(&wheel, start);
     tn_init_all(t, 8);
     /* Delays 1, 8, 64, ..., 2^21: the last one saturates. */
     for (int i = 0; i < 8; i++)
@@ -1234,7 +1245,7 @@ TEST(cancelled_timers_do_not_linger)
 
     if (!CHECK(t != NULL))
         return;
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     for (int i = 0; i < N; i++) {
         t[i] = malloc(sizeof **t);
         if (!CHECK(t[i] != NULL))
@@ -1268,7 +1279,7 @@ TEST(periodic_no_drift)
     struct tn a;
     uint64_t now = 0;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     CHECK_EQ_INT(rota_periodic_arm_at(&wheel, &a.per, 10, 7, ROTA_MISSED_SKIP),
                  0);
@@ -1298,7 +1309,7 @@ static void periodic_case(enum rota_missed policy, const uint64_t *lates,
 {
     struct tn a;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     CHECK_EQ_INT(rota_periodic_arm_at(&wheel, &a.per, 10, 10, policy), 0);
     log_reset();
@@ -1358,7 +1369,7 @@ TEST(periodic_policies_by_lateness)
     struct tn a;
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        rota_wheel_init(&wheel, 0);
+        new_wheel(&wheel, 0);
         tn_init(&a, 0);
         CHECK_EQ_INT(
             rota_periodic_arm_at(&wheel, &a.per, 10, 10, cases[i].policy), 0);
@@ -1378,7 +1389,7 @@ TEST(periodic_skip_on_boundary)
 {
     /* Exactly on a later boundary: SKIP goes to the one strictly after. */
     struct tn a;
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     rota_periodic_arm_at(&wheel, &a.per, 10, 10, ROTA_MISSED_SKIP);
     log_reset();
@@ -1396,7 +1407,7 @@ TEST(periodic_schedule_ends_at_max_deadline)
     struct tn a;
 
     for (int policy = 0; policy < 3; policy++) {
-        rota_wheel_init(&wheel, ROTA_MAX_DEADLINE - 25);
+        new_wheel(&wheel, ROTA_MAX_DEADLINE - 25);
         tn_init(&a, 0);
         rota_periodic_arm_at(&wheel, &a.per, ROTA_MAX_DEADLINE - 20, 10,
                              (enum rota_missed)policy);
@@ -1414,14 +1425,14 @@ TEST(periodic_schedule_ends_at_max_deadline)
         CHECK_WHEEL(&wheel);
     }
     /* A period so large that the first fire is the last. */
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     rota_periodic_arm_at(&wheel, &a.per, 5, UINT64_MAX, ROTA_MISSED_BURST);
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 5), 1);
     CHECK(!ent[0].pending);
     CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
     /* BURST that reaches the end inside one call. */
-    rota_wheel_init(&wheel, ROTA_MAX_DEADLINE - 100);
+    new_wheel(&wheel, ROTA_MAX_DEADLINE - 100);
     rota_periodic_arm_at(&wheel, &a.per, ROTA_MAX_DEADLINE - 100, 40,
                          ROTA_MISSED_BURST);
     log_reset();
@@ -1435,7 +1446,7 @@ TEST(periodic_rearm_and_touch_keep_period)
 {
     struct tn a;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     /* Before rota_periodic_arm_at() gives it a period, it fires once. */
     rota_timer_arm_at(&wheel, &a.per.timer, 5);
@@ -1489,7 +1500,7 @@ TEST(order_deadline_then_arm_order)
     static uint64_t dl[N];
     uint64_t seed = 2024;
 
-    rota_wheel_init(&wheel, 1000);
+    new_wheel(&wheel, 1000);
     tn_init_all(t, N);
     /* Few distinct deadlines, so many ties, armed in a random order and
      * at different times (so ties sit at different levels when armed). */
@@ -1508,7 +1519,7 @@ TEST(order_deadline_then_arm_order)
             break;
     }
     /* Re-arming moves a timer behind the others with its deadline. */
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     for (int i = 0; i < 4; i++)
         rota_timer_arm_at(&wheel, &t[i].per.timer, 300);
     rota_timer_arm_at(&wheel, &t[1].per.timer, 300);
@@ -1521,7 +1532,7 @@ TEST(order_deadline_then_arm_order)
     CHECK_EQ_INT(ent[3].id, 0);
     /* Timers armed at different times for 4096 (the first from farther
      * away, at a higher level): the first armed fires first. */
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     rota_timer_arm_at(&wheel, &t[0].per.timer, 4096);
     rota_wheel_advance(&wheel, 4000);
     rota_timer_arm_at(&wheel, &t[1].per.timer, 4096);
@@ -1553,7 +1564,7 @@ TEST(advance_max_resumes_in_order)
     struct tn t[10];
     size_t fired = 99;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(t, 10);
     /* Five pairs of equal deadlines, 10 .. 410: three pairs at level 0,
      * two in a level-1 slot that must be cascaded before it fires. */
@@ -1603,7 +1614,7 @@ TEST(limit_bounds_cascades_and_refiles)
     /* Just below a level-2 boundary, so most deadlines lie beyond it in one
      * level-2 slot, cascaded all at once when the boundary comes. */
     uint64_t start = 16 * span(2) - 20000;
-    rota_wheel_init(&wheel, start);
+    new_wheel(&wheel, start);
     tn_init_all(t, COUNT);
     for (int i = 0; i < COUNT; i++)
         rota_timer_arm_at(&wheel, &t[i].per.timer, start + 1 + (uint64_t)i * 7);
@@ -1640,7 +1651,7 @@ TEST(arm_during_half_done_cascade_keeps_tie_order)
     struct tn t[3];
     size_t fired;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(t, 3);
     rota_timer_arm_at(&wheel, &t[0].per.timer, 300); /* a level-1 slot */
     rota_timer_arm_at(&wheel, &t[1].per.timer, 300);
@@ -1670,7 +1681,7 @@ TEST(cascade_from_both_ends_keeps_tie_order)
     struct rota_stats st;
     size_t fired;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(t, COUNT);
     for (int i = 0; i < COUNT; i++) /* one level-1 slot: [256, 512) */
         rota_timer_arm_at(&wheel, &t[i].per.timer, 300);
@@ -1707,7 +1718,7 @@ TEST(cascade_marks_keep_arm_order)
     size_t fired, calls = 0, armed = OLD;
     int rc;
 
-    rota_wheel_init(&wheel, start);
+    new_wheel(&wheel, start);
     tn_init_all(t, OLD + NEW);
     /* Everything in the level-2 slot that starts at the boundary; one in
      * ten touched past it (its place among ties is free). */
@@ -1760,7 +1771,7 @@ TEST(more_due_reported_on_every_path)
     struct rota_timer *out[4];
     size_t fired = 99, n = 99;
 
-    rota_wheel_init(&wheel, 100);
+    new_wheel(&wheel, 100);
     tn_init_all(t, 4);
     for (int i = 0; i < 4; i++)
         rota_timer_arm_at(&wheel, &t[i].per.timer, 200);
@@ -1816,7 +1827,7 @@ TEST(relocate_keeps_place_and_order)
      * every deadline and the tie order, and the old memory is dead. */
     struct tn a[6], b[6];
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(a, 6);
     for (int i = 0; i < 4; i++)
         rota_timer_arm_at(&wheel, &a[i].per.timer, 100);
@@ -1864,7 +1875,7 @@ TEST(relocate_from_own_callback)
      * its new memory, and a one-shot timer that does the same is idle. */
     struct tn a[2], b[2];
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(a, 2);
     rota_periodic_arm_at(&wheel, &a[0].per, 10, 10, ROTA_MISSED_SKIP);
     rota_timer_arm_at(&wheel, &a[1].per.timer, 20);
@@ -1903,7 +1914,7 @@ TEST(advance_max_budget_deferred_timers_join_at_pass_end)
     struct tn a, b, p;
     size_t fired = 0;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     tn_init(&b, 1);
     tn_init(&p, 2);
@@ -1944,7 +1955,7 @@ TEST(expire_small_caps_never_drop)
     int more;
 
     for (size_t cap = 1; cap <= 5; cap++) {
-        rota_wheel_init(&wheel, 0);
+        new_wheel(&wheel, 0);
         for (int i = 0; i < N; i++) {
             rota_timer_init(&t[i], fail_if_called);
             rota_timer_arm_at(&wheel, &t[i], 1 + (uint64_t)(N - 1 - i) / 3);
@@ -2014,7 +2025,7 @@ TEST(next_deadline_exact)
 {
     struct tn t[6];
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(t, 6);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), ROTA_NEVER);
     /* Far away at a high level: the exact deadline, not its slot start. */
@@ -2061,7 +2072,7 @@ TEST(next_deadline_after_touching_deferred_timer)
      * event loop spin on timeout 0. */
     struct tn a, b;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init(&a, 0);
     tn_init(&b, 1);
     a.act = touch_deferred_then_ask;
@@ -2082,7 +2093,7 @@ TEST(timeout_ms_rounding)
     struct tn a;
     const uint64_t ms = 1000000;
 
-    rota_wheel_init(&wheel, 1000);
+    new_wheel(&wheel, 1000);
     tn_init(&a, 0);
     CHECK_EQ_INT(tmo(&wheel, 1000, ms), -1);
     rota_timer_arm_at(&wheel, &a.per.timer, 1001);
@@ -2142,7 +2153,7 @@ TEST(timeout_ms_errors_never_wait_forever)
 {
     int ms;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     ms = 12345;
     CHECK_EQ_INT(rota_wheel_timeout_ms(&wheel, 0, 1000000, &ms), 0);
     CHECK_EQ_INT(ms, -1); /* no timer: wait forever */
@@ -2181,7 +2192,7 @@ TEST(drain_hands_back_everything)
     struct tn keep;
     uint64_t seed = 3;
 
-    rota_wheel_init(&wheel, 500);
+    new_wheel(&wheel, 500);
     for (int i = 0; i < N; i++) {
         struct tn *n = malloc(sizeof *n);
         if (!CHECK(n != NULL))
@@ -2234,7 +2245,7 @@ TEST(stats_counters)
     size_t n;
     int drained = 0;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(t, 6);
     rota_timer_arm_at(&wheel, &t[0].per.timer, 10); /* armed 1 */
     rota_timer_arm_in(&wheel, &t[1].per.timer, 20); /* 2 */
@@ -2282,7 +2293,7 @@ TEST(stats_touch_to_same_deadline_is_not_counted)
     struct tn a, b;
     struct rota_stats s;
 
-    rota_wheel_init(&wheel, 100);
+    new_wheel(&wheel, 100);
     tn_init(&a, 0);
     tn_init(&b, 1);
     rota_timer_arm_at(&wheel, &a.per.timer, 500);
@@ -2310,7 +2321,7 @@ TEST(touch_unchecked_moves_later_and_heals_the_cache)
     struct tn a, b;
     struct rota_stats s;
 
-    rota_wheel_init(&wheel, 1000);
+    new_wheel(&wheel, 1000);
     tn_init(&a, 0);
     tn_init(&b, 1);
     CHECK_EQ_INT(rota_timer_arm_at(&wheel, &a.per.timer, 1100), 0);
@@ -2339,7 +2350,7 @@ TEST(touch_unchecked_moves_later_and_heals_the_cache)
 
     /* The stale value must not survive a quiet advance either: a timer due
      * now, moved by an unchecked touch, then re-armed elsewhere. */
-    rota_wheel_init(&wheel, 5000);
+    new_wheel(&wheel, 5000);
     CHECK_EQ_INT(rota_timer_arm_at(&wheel, &a.per.timer, 5000), 0);
     CHECK_EQ_INT(rota_timer_arm_at(&wheel, &b.per.timer, 9000), 0);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 5000);
@@ -2361,7 +2372,7 @@ TEST(arm_range_picks_the_coarsest_instant)
     struct tn t[6];
     struct rota_stats st;
 
-    rota_wheel_init(&wheel, 1000);
+    new_wheel(&wheel, 1000);
     tn_init_all(t, 6);
     CHECK_EQ_INT(rota_timer_arm_range_at(&wheel, &t[0].per.timer, 5000, 5000),
                  0);
@@ -2405,13 +2416,13 @@ TEST(arm_range_picks_the_coarsest_instant)
      * filed again at level 1 and then at level 0 (two moves); picked from
      * a 65,536-tick window it starts its level-2 slot: one move, to the
      * due list. */
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(t, 2);
     CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[0].per.timer, 200001), 0);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 200001), 1);
     rota_wheel_stats(&wheel, &st);
     CHECK_EQ_U64(st.refiled, 2);
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     CHECK_EQ_INT(rota_timer_arm_range_at(&wheel, &t[1].per.timer, 200001,
                                          200001 + 65535),
                  0);
@@ -2430,7 +2441,7 @@ TEST(touch_range_keeps_a_deadline_inside_the_window)
     struct tn t[2];
     struct rota_stats st;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(t, 2);
     CHECK_EQ_INT(rota_timer_touch_range_at(&wheel, &t[0].per.timer, 10, 20),
                  ROTA_ENOENT);
@@ -2472,7 +2483,7 @@ TEST(touch_later_fires_at_new_deadline)
 {
     struct tn t[4];
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(t, 4);
     rota_timer_arm_at(&wheel, &t[0].per.timer, 100);
     rota_timer_arm_at(&wheel, &t[1].per.timer, 100);
@@ -2521,7 +2532,7 @@ TEST(callback_uses_another_wheel)
 {
     struct tn a, b;
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     rota_wheel_init(&wheel2, 0);
     tn_init(&a, 0);
     tn_init(&b, 1);
@@ -2555,7 +2566,7 @@ TEST(arms_at_or_before_now_in_callback_wait_for_next_call)
 {
     struct tn t[4];
 
-    rota_wheel_init(&wheel, 0);
+    new_wheel(&wheel, 0);
     tn_init_all(t, 4);
     t[0].act = arm_past_from_callback;
     victims[0] = &t[1];

@@ -382,13 +382,36 @@ struct rota_service_stats {
 
 /*
  * Create a service and start its threads (config NULL: all defaults).
- * 0 and *out set, or ROTA_EINVAL (out NULL, bad config: too many workers,
- * a clock or allocator without its functions, a bad clock_source),
+ * 0 and *out set, or ROTA_EINVAL (out NULL, or a configuration that
+ * rota_service_config_check() refuses: it says which field),
  * ROTA_ENOTSUP (clock_source BOOTTIME where there is none), ROTA_ENOMEM,
  * ROTA_ESYS.
  */
 ROTA_API int rota_service_create(struct rota_service **out,
                                  const struct rota_service_config *config);
+
+/*
+ * Which field of a configuration rota_service_create() refuses, without
+ * creating anything: 0 when create accepts it (NULL: every default), or
+ * ROTA_EINVAL, and then, when `why` is not NULL, *why is a static text that
+ * starts with the field's name and a colon, then the rule it breaks:
+ *   "workers: ...", "shards: ...", "initial_capacity: ...", "clock: ..."
+ *   (a function of the table is NULL), "clock_source: ..." (a value that
+ *   is not a source, or one set together with `clock`), "allocator: ..."
+ *   (a function of the table is NULL).
+ * Create returns ROTA_EINVAL for exactly these configurations, so a
+ * program that gets it from create calls this to say why:
+ *
+ *     const char *why;
+ *     if (rc == ROTA_EINVAL && rota_service_config_check(&cfg, &why) != 0)
+ *         fprintf(stderr, "service config: %s\n", why);
+ *
+ * What the configuration alone cannot tell is create's to report: a
+ * BOOTTIME clock on a system without one (ROTA_ENOTSUP), memory, threads.
+ * Thread-safe, O(1).
+ */
+ROTA_API int rota_service_config_check(const struct rota_service_config *config,
+                                       const char **why);
 
 /*
  * Stop the service if it is running (handing nothing back), join its

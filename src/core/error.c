@@ -45,10 +45,24 @@ bool rota_debug_enabled(void)
 #endif
 }
 
-#ifdef ROTA_DEBUG
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Every build: a wheel whose lists a walk found looping (wheel.c, "walks
+ * that end").  The handler first, as for a debug build's reports; then,
+ * whatever it does if it returns, the message and abort(): the wheel
+ * cannot go on, and a loud stop beats a silent spin. */
+void rota__wheel_corrupt(const struct rota_wheel *wheel,
+                         const struct rota_timer *timer)
+{
+    if (misuse_fn != NULL)
+        misuse_fn(MISUSE_CORRUPT, timer, misuse_arg);
+    fprintf(stderr, "rota: %s (wheel %p)\n", MISUSE_CORRUPT,
+            (const void *)wheel);
+    abort();
+}
+
+#ifdef ROTA_DEBUG
 void rota__debug_report(const char *misuse, const struct rota_timer *timer)
 {
     if (misuse_fn != NULL) {
@@ -58,6 +72,18 @@ void rota__debug_report(const char *misuse, const struct rota_timer *timer)
     /* What glibc does on "double free or corruption": say it, then stop
      * where a debugger or a core dump shows the caller. */
     fprintf(stderr, "rota: %s (timer %p)\n", misuse, (const void *)timer);
+    abort();
+}
+
+void rota__debug_report_wheel(const char *misuse,
+                              const struct rota_wheel *wheel)
+{
+    if (misuse_fn != NULL) {
+        misuse_fn(misuse, (const struct rota_timer *)(const void *)wheel,
+                  misuse_arg);
+        return;
+    }
+    fprintf(stderr, "rota: %s (wheel %p)\n", misuse, (const void *)wheel);
     abort();
 }
 

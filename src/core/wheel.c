@@ -452,34 +452,117 @@ static void preload(const struct rota_link *head, size_t pairs)
     }
 }
 
-/* File again every timer of `batch` (a slot whose start cur has reached),
- * front to back as ties need, all at once. */
-static void refile_batch(struct rota_wheel *w, struct rota_link *batch)
-{
-    preload(batch, PRELOAD_PAIRS);
-    while (!list_empty(batch)) {
-        struct rota_timer *t = timer_of(batch->next);
-        list_unlink(&t->link_);
-        place_timer(w, t, t->deadline_);
-        w->stats_.refiled++;
-    }
-}
-
 /*
  * What one call may still do (rota.h, rota_wheel_advance_max): fire (or
  * hand out) `fires` timers and file `moves` timers again, each starting at
- * the caller's limit (SIZE_MAX for an unlimited call).  `stopped` says that
- * some work could not be done for want of one or the other.
+ * the caller's limit.  `stopped` says that some work could not be done for
+ * want of one or the other.  A call without a limit gets OPEN_CHUNK of
+ * each, renewed by renew() whenever it is spent (see "walks that end").
  */
 struct budget {
     size_t fires;
     size_t moves;
-    bool stopped;
     bool limited; /* the caller gave a limit: the call must stay short */
+    bool stopped;
+    uint8_t noted; /* which of renew()'s marks are set: NOTED_* */
+    /* renew()'s marks: the wheel's counters when it last started a
+     * stretch of fires, and of moves without a fire. */
+    uint64_t fire_pending, fire_fired, fire_refired;
+    uint64_t move_pending, move_fired, move_refiled;
 };
 
-/* Take one unit of `*left`, or note that there is none. */
-static bool spend(struct budget *b, size_t *left)
+/*
+ * WALKS THAT END
+ *   Every walk follows `next` links, and a list that a misuse corrupted
+ *   (rota.h, THE WHEEL'S RULES: a pending timer freed and its memory
+ *   reused, two threads, a wheel initialised again or copied) may never
+ *   lead back to its head: a timer filed again can land ahead of the walk,
+ *   round and round.  So no walk is unbounded, and the bound costs the hot
+ *   paths nothing:
+ *   - A call without a limit spends its budget as a limited call does (the
+ *     decrement is there anyway), in chunks of OPEN_CHUNK.  When a chunk is
+ *     spent, renew() checks the work since it last looked against what the
+ *     wheel's counters allow, and renews the chunk or reports the wheel
+ *     corrupt.  What is allowed: a pass fires only timers that were pending
+ *     when it looked, or periodic timers it filed again since (a timer armed
+ *     inside a pass fires in a later call: rota.h, CALLBACK CONTEXT); and
+ *     with no fire in between (so no callback: nothing armed, touched or
+ *     cancelled), a pending timer is filed again at most once per level on
+ *     its way down plus once up after a touch, so at most (levels + 2) x
+ *     pending moves.  A looping list breaks one or the other within two
+ *     chunks plus that much work.
+ *   - Walks outside a pass (find_earliest(), drain, the deferred list,
+ *     foreach) stop after more steps than timers are pending.
+ *   A corrupt wheel is reported by rota__wheel_corrupt(), in every build:
+ *   the message names the misuses, then abort().  (A debug build usually
+ *   names the culprit before that, from the seals and links it checks.)
+ */
+#define OPEN_CHUNK 65536u
+#define NOTED_FIRES 1u
+#define NOTED_MOVES 2u
+
+/* The pending count, where a call that loops trusts it: a count beyond
+ * what memory can hold is itself the sign of a corrupt wheel (counters
+ * raced by two threads). */
+static uint64_t trusted_pending(const struct rota_wheel *w)
+{
+    uint64_t pending = pending_count(w);
+    if (pending > SIZE_MAX / sizeof(struct rota_timer))
+        rota__wheel_corrupt(w, NULL);
+    return pending;
+}
+
+/* A budget of `chunk` of each, limited or open.  renew()'s marks are left
+ * unset, and are read only once `noted` says renew() set them: a pass
+ * starts with the stores it made before the marks existed. */
+static inline void budget_start(struct budget *b, size_t chunk, bool limited)
+{
+    b->fires = b->moves = chunk;
+    b->limited = limited;
+    b->stopped = false;
+    b->noted = 0;
+}
+
+/* The budget for a call whose limit is `limit`, SIZE_MAX for none. */
+static inline void budget_for(struct budget *b, size_t limit)
+{
+    if (limit == SIZE_MAX)
+        budget_start(b, OPEN_CHUNK, false);
+    else
+        budget_start(b, limit, true);
+}
+
+/* An open budget's chunk of `*left` is spent: check, renew (see above). */
+static void __attribute__((noinline, cold))
+renew(const struct rota_wheel *w, struct budget *b, size_t *left)
+{
+    const struct rota_stats *s = &w->stats_;
+
+    if (left == &b->fires) {
+        if (!(b->noted & NOTED_FIRES)) {
+            b->noted |= NOTED_FIRES;
+            b->fire_pending = trusted_pending(w);
+            b->fire_fired = s->fired;
+            b->fire_refired = w->refired_;
+        } else if (s->fired - b->fire_fired >
+                   b->fire_pending + (w->refired_ - b->fire_refired)) {
+            rota__wheel_corrupt(w, NULL);
+        }
+    } else if (!(b->noted & NOTED_MOVES) || s->fired != b->move_fired) {
+        b->noted |= NOTED_MOVES;
+        b->move_pending = trusted_pending(w);
+        b->move_fired = s->fired;
+        b->move_refiled = s->refiled;
+    } else if (s->refiled - b->move_refiled >
+               (ROTA_WHEEL_LEVELS + 2) * (b->move_pending + 1)) {
+        rota__wheel_corrupt(w, NULL);
+    }
+    *left = OPEN_CHUNK;
+}
+
+/* Take one unit of `*left`, or note that there is none (the caller
+ * renews an open budget). */
+static inline bool take_one(struct budget *b, size_t *left)
 {
     if (*left == 0) {
         b->stopped = true;
@@ -487,6 +570,35 @@ static bool spend(struct budget *b, size_t *left)
     }
     --*left;
     return true;
+}
+
+/* Take one unit of `*left`; an open budget is renewed when spent. */
+static inline bool spend(const struct rota_wheel *w, struct budget *b,
+                         size_t *left)
+{
+    if (*left == 0) {
+        if (b->limited) {
+            b->stopped = true;
+            return false;
+        }
+        renew(w, b, left);
+    }
+    --*left;
+    return true;
+}
+
+/* File again every timer of `batch` (a slot whose start cur has reached),
+ * front to back as ties need, all at once. */
+static void refile_batch(struct rota_wheel *w, struct rota_link *batch,
+                         struct budget *b)
+{
+    preload(batch, PRELOAD_PAIRS);
+    while (!list_empty(batch) && spend(w, b, &b->moves)) {
+        struct rota_timer *t = timer_of(batch->next);
+        list_unlink(&t->link_);
+        place_timer(w, t, t->deadline_);
+        w->stats_.refiled++;
+    }
 }
 
 /*
@@ -535,7 +647,7 @@ cascade_walk(struct rota_wheel *w, struct budget *b, const bool ordered)
      * where it meets the front walk (it cannot pass the front timer, so it
      * never reaches the head). */
     while (!list_empty(head)) {
-        if (!spend(b, &b->moves))
+        if (!spend(w, b, &b->moves))
             return false;
         struct rota_timer *t = timer_of(head->next);
         if (back_steps > 0 && back != &t->link_) {
@@ -630,7 +742,7 @@ static struct rota_timer *peek_due(struct rota_wheel *w, struct budget *b)
             struct rota_timer *t = timer_of(w->due_.next);
             if (t->deadline_ <= w->cur_)
                 return t;
-            if (!spend(b, &b->moves))
+            if (!spend(w, b, &b->moves))
                 return NULL;
             list_unlink(&t->link_);
             file_timer(w, t);
@@ -791,20 +903,47 @@ static void settle_earliest(struct rota_wheel *w, bool more)
 }
 
 /* Timers armed by callbacks with a deadline <= now join the wheel. */
-static void end_pass(struct rota_wheel *w)
+static void __attribute__((noinline)) join_deferred(struct rota_wheel *w)
 {
-    w->in_pass_ = 0;
-    while (!list_empty(&w->deferred_)) {
+    for (uint64_t steps = 0; !list_empty(&w->deferred_); steps++) {
+        /* Filing never adds to this list: more steps than pending
+         * timers means it loops (see "walks that end"). */
+        if (steps >= OPEN_CHUNK && steps > trusted_pending(w))
+            rota__wheel_corrupt(w, NULL);
         struct rota_timer *t = timer_of(w->deferred_.next);
         list_unlink(&t->link_);
         file_timer(w, t);
     }
 }
 
+static inline void end_pass(struct rota_wheel *w)
+{
+    w->in_pass_ = 0;
+    if (!list_empty(&w->deferred_))
+        join_deferred(w);
+}
+
 /* ------------------------------------------------------- public: wheel */
 
 #ifdef ROTA_DEBUG
 _Atomic(uintptr_t) rota__debug_wheels[DEBUG_WHEELS];
+_Atomic(uintptr_t) rota__debug_busy[DEBUG_WHEELS];
+_Thread_local char rota__debug_thread;
+
+/* Run `call` (an int-returning expression) as a pass of a debug build: the
+ * wheel's own checks first (wheel_debug.h), its mark while it runs. */
+#define DEBUG_PASS(w, call)                                                    \
+    do {                                                                       \
+        bool entered_ = false;                                                 \
+        int rc_ = (w) == NULL ? 0 : debug_pass_begin((w), &entered_);          \
+        if (rc_ == 0) {                                                        \
+            rc_ = (call);                                                      \
+            debug_pass_end((w), entered_);                                     \
+        }                                                                      \
+        return rc_;                                                            \
+    } while (0)
+#else
+#define DEBUG_PASS(w, call) return (call)
 #endif
 
 int rota_wheel_init(struct rota_wheel *w, uint64_t now)
@@ -832,13 +971,14 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
 }
 
 static int __attribute__((noinline))
-advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
+advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited,
              size_t *fired)
 {
-    struct budget b = {max_fires, max_fires, false, max_fires != SIZE_MAX};
+    struct budget b;
     size_t count = 0;
     int more = 0;
 
+    budget_start(&b, chunk, limited);
     switch (begin_pass(w, now)) {
     case PASS_IDLE: /* the hot path of a mostly idle wheel: nothing due */
         break;
@@ -849,6 +989,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
     case PASS_RUN: {
         struct rota_timer *t;
         w->in_pass_ = 1;
+    fire:
         for (;;) {
             /* The usual case first: the due list's head is due. */
             struct rota_link *head = w->due_.next;
@@ -856,7 +997,8 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
                 b.fires > 0) {
                 t = timer_of(head);
                 b.fires--;
-            } else if ((t = peek_due(w, &b)) == NULL || !spend(&b, &b.fires)) {
+            } else if ((t = peek_due(w, &b)) == NULL ||
+                       !take_one(&b, &b.fires)) {
                 break;
             }
             rota_timer_fn *fn;
@@ -871,6 +1013,13 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
         /* Unless the limit stopped the loop, it saw no due timer left;
          * then only deferred timers can be due, and end_pass() puts them
          * on the due list. */
+        if (b.stopped && !b.limited) {
+            /* Out of the loop, so that the loop makes no call of its
+             * own but the callback's (see "walks that end"). */
+            renew(w, &b, &b.fires);
+            b.stopped = false;
+            goto fire;
+        }
         end_pass(w);
         more = b.stopped ? work_left(w) : !list_empty(&w->due_);
         settle_earliest(w, more);
@@ -881,8 +1030,8 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t max_fires,
     return more;
 }
 
-int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
-                           size_t *fired)
+static int advance_max_call(struct rota_wheel *w, uint64_t now,
+                            size_t max_fires, size_t *fired)
 {
     size_t count = 0;
     int more = 0;
@@ -892,13 +1041,21 @@ int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
     if (w->in_pass_)
         return ROTA_EBUSY;
     if (!rota__advance_idle(w, now))
-        more = advance_pass(w, now, max_fires, &count);
+        more = max_fires == SIZE_MAX
+                   ? advance_pass(w, now, OPEN_CHUNK, false, &count)
+                   : advance_pass(w, now, max_fires, true, &count);
     if (fired != NULL)
         *fired = count;
     return more;
 }
 
-int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
+int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
+                           size_t *fired)
+{
+    DEBUG_PASS(w, advance_max_call(w, now, max_fires, fired));
+}
+
+static int advance_call(struct rota_wheel *w, uint64_t now)
 {
     size_t fired;
 
@@ -908,14 +1065,19 @@ int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
         return ROTA_EBUSY;
     if (rota__advance_idle(w, now))
         return 0;
-    advance_pass(w, now, SIZE_MAX, &fired);
+    advance_pass(w, now, OPEN_CHUNK, false, &fired);
     return fired > INT_MAX ? INT_MAX : (int)fired;
 }
 
-int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
-                      struct rota_timer **out, size_t cap, size_t *n)
+int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
 {
-    struct budget b = {cap, cap, false, cap != SIZE_MAX};
+    DEBUG_PASS(w, advance_call(w, now));
+}
+
+static int expire_call(struct rota_wheel *w, uint64_t now,
+                       struct rota_timer **out, size_t cap, size_t *n)
+{
+    struct budget b;
     size_t count = 0;
     int more = 0;
 
@@ -923,6 +1085,7 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
         return ROTA_EINVAL;
     if (w->in_pass_)
         return ROTA_EBUSY;
+    budget_for(&b, cap);
     switch (begin_pass(w, now)) {
     case PASS_IDLE:
         break;
@@ -932,7 +1095,7 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
         break;
     case PASS_RUN: {
         struct rota_timer *t;
-        while ((t = peek_due(w, &b)) != NULL && spend(&b, &b.fires)) {
+        while ((t = peek_due(w, &b)) != NULL && spend(w, &b, &b.fires)) {
             rota_timer_fn *fn;
             count_late(w, take_due(w, t, &fn));
             out[count++] = t;
@@ -947,10 +1110,18 @@ int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
     return more;
 }
 
+int rota_wheel_expire(struct rota_wheel *w, uint64_t now,
+                      struct rota_timer **out, size_t cap, size_t *n)
+{
+    DEBUG_PASS(w, expire_call(w, now, out, cap, n));
+}
+
 /* The exact earliest deadline, computed (see the essay). */
 static uint64_t find_earliest(struct rota_wheel *w)
 {
-    struct budget all = {SIZE_MAX, SIZE_MAX, false, false};
+    struct budget all;
+
+    budget_start(&all, OPEN_CHUNK, false);
 
     /* Untouched timers on the due list are due at cur, earlier than any
      * slot; touched ones at its head are filed where they belong.  A
@@ -961,6 +1132,7 @@ static uint64_t find_earliest(struct rota_wheel *w)
             struct rota_timer *t = timer_of(w->due_.next);
             if (t->deadline_ <= w->cur_)
                 return t->deadline_;
+            spend(w, &all, &all.moves);
             list_unlink(&t->link_);
             file_timer(w, t);
             w->stats_.refiled++;
@@ -972,11 +1144,14 @@ static uint64_t find_earliest(struct rota_wheel *w)
     cascade_close(w);
     /* Inside a pass, timers armed by callbacks wait on the deferred list
      * (a later touch may have moved them past now_). */
-    uint64_t best = ROTA_NEVER;
+    uint64_t best = ROTA_NEVER, steps = trusted_pending(w) + 1;
     for (struct rota_link *n = w->deferred_.next; n != &w->deferred_;
-         n = n->next)
+         n = n->next) {
+        if (steps-- == 0)
+            rota__wheel_corrupt(w, NULL);
         if (timer_of(n)->deadline_ < best)
             best = timer_of(n)->deadline_;
+    }
 
     unsigned slot;
     while (first_occupied(w, &slot)) {
@@ -984,8 +1159,11 @@ static uint64_t find_earliest(struct rota_wheel *w)
         uint64_t end = slot_end(start, level_of(slot));
         struct rota_link *head = &w->slot_[slot];
         uint64_t in_slot = ROTA_NEVER;
+        steps = trusted_pending(w) + 1;
 
         for (struct rota_link *n = head->next; n != head; n = n->next) {
+            if (steps-- == 0)
+                rota__wheel_corrupt(w, NULL);
             uint64_t d = timer_of(n)->deadline_;
             if (d < in_slot)
                 in_slot = d;
@@ -1000,7 +1178,7 @@ static uint64_t find_earliest(struct rota_wheel *w)
         list_init(&batch);
         list_move_all(&batch, head);
         mark_empty(w, slot);
-        refile_batch(w, &batch);
+        refile_batch(w, &batch, &all);
     }
     return best;
 }
@@ -1011,8 +1189,16 @@ uint64_t rota_wheel_next_deadline(struct rota_wheel *w)
         return ROTA_NEVER;
     if (w->earliest_ != 0)
         return w->earliest_;
-    /* 0 means "unknown", so a true earliest deadline of 0 is not cached. */
+        /* 0 means "unknown", so a true earliest deadline of 0 is not cached. */
+#ifdef ROTA_DEBUG
+    bool entered;
+    if (debug_pass_begin(w, &entered) != 0)
+        return 0; /* reported; an early wake-up is harmless */
     uint64_t earliest = find_earliest(w);
+    debug_pass_end(w, entered);
+#else
+    uint64_t earliest = find_earliest(w);
+#endif
     w->earliest_ = earliest;
     return earliest;
 }
@@ -1090,8 +1276,9 @@ void rota_wheel_lateness(const struct rota_wheel *w, struct rota_lateness *out)
         out->count[k] = w->late_[k];
 }
 
-int rota_wheel_drain(struct rota_wheel *w,
-                     void (*fn)(struct rota_timer *timer, void *arg), void *arg)
+static int drain_call(struct rota_wheel *w,
+                      void (*fn)(struct rota_timer *timer, void *arg),
+                      void *arg)
 {
     struct rota_link batch;
 
@@ -1111,7 +1298,10 @@ int rota_wheel_drain(struct rota_wheel *w,
         mark_empty(w, slot);
         list_move_all(&batch, &w->slot_[slot]);
     }
-    while (!list_empty(&batch)) {
+    /* fn may cancel timers of the batch, never add to it. */
+    for (uint64_t steps = trusted_pending(w); !list_empty(&batch); steps--) {
+        if (steps == 0)
+            rota__wheel_corrupt(w, NULL); /* more timers than pending */
         struct rota_timer *t = timer_of(batch.next);
         list_unlink(&t->link_);
         set_idle(t);
@@ -1120,6 +1310,12 @@ int rota_wheel_drain(struct rota_wheel *w,
     }
     w->earliest_ = 0;
     return 0;
+}
+
+int rota_wheel_drain(struct rota_wheel *w,
+                     void (*fn)(struct rota_timer *timer, void *arg), void *arg)
+{
+    DEBUG_PASS(w, drain_call(w, fn, arg));
 }
 
 /* ------------------------------------------------------- public: timers */

@@ -206,9 +206,12 @@ int rota_timer_remaining(const struct rota_wheel *w, const struct rota_timer *t,
  * runs, so that it may cancel (unlink) the timer it is given.  Returns the
  * visitor's nonzero answer, or 0. */
 static int visit_list(struct rota_wheel *w, struct rota_link *head,
-                      rota_visit_fn *visit, void *arg)
+                      rota_visit_fn *visit, void *arg, uint64_t *steps)
 {
     for (struct rota_link *n = head->next, *next; n != head; n = next) {
+        /* A list that loops (wheel.c, "walks that end"). */
+        if ((*steps)-- == 0)
+            rota__wheel_corrupt(w, NULL);
         next = n->next;
         if (!is_mark(w, n) && visit(w, timer_of(n), arg) != 0)
             return 1;
@@ -218,9 +221,14 @@ static int visit_list(struct rota_wheel *w, struct rota_link *head,
 
 static int walk(struct rota_wheel *w, rota_visit_fn *visit, void *arg)
 {
-    if (visit_list(w, &w->due_, visit, arg) ||
-        visit_list(w, &w->cascade_, visit, arg) ||
-        visit_list(w, &w->deferred_, visit, arg))
+    /* Every pending timer and every cascade mark once, at most: the
+     * visitor may cancel, never arm. */
+    uint64_t pending = pending_count(w), steps = pending + ROTA_WHEEL_SLOTS;
+    if (pending > SIZE_MAX / sizeof(struct rota_timer))
+        rota__wheel_corrupt(w, NULL);
+    if (visit_list(w, &w->due_, visit, arg, &steps) ||
+        visit_list(w, &w->cascade_, visit, arg, &steps) ||
+        visit_list(w, &w->deferred_, visit, arg, &steps))
         return 1;
     /* The occupied slots through the bitmaps.  A word is copied before its
      * slots are visited: a cancel that empties a slot clears its bit in
@@ -230,7 +238,7 @@ static int walk(struct rota_wheel *w, rota_visit_fn *visit, void *arg)
             continue;
         for (uint64_t bits = w->occupied_[word]; bits != 0; bits &= bits - 1) {
             unsigned slot = word * 64 + (unsigned)__builtin_ctzll(bits);
-            if (visit_list(w, &w->slot_[slot], visit, arg))
+            if (visit_list(w, &w->slot_[slot], visit, arg, &steps))
                 return 1;
         }
     }
@@ -243,9 +251,18 @@ int rota_wheel_foreach(struct rota_wheel *w, rota_visit_fn *visit, void *arg)
         return ROTA_EINVAL;
     if (w->in_pass_ & IN_FOREACH)
         return ROTA_EBUSY;
+#ifdef ROTA_DEBUG
+    bool entered;
+    int rc = debug_pass_begin(w, &entered);
+    if (rc != 0)
+        return rc;
+#endif
     uint8_t was = w->in_pass_;
     w->in_pass_ = (uint8_t)(was | IN_FOREACH);
-    int rc = walk(w, visit, arg);
+    int walked = walk(w, visit, arg);
     w->in_pass_ = was;
-    return rc;
+#ifdef ROTA_DEBUG
+    debug_pass_end(w, entered);
+#endif
+    return walked;
 }

@@ -62,6 +62,10 @@
 /* Hand a misuse to the handler (rota_debug_set_handler()); returns when the
  * handler does.  Debug builds only. */
 void rota__debug_report(const char *misuse, const struct rota_timer *timer);
+/* The same for a misuse of a wheel: the handler is given the wheel's
+ * address (rota.h, rota_misuse_fn). */
+void rota__debug_report_wheel(const char *misuse,
+                              const struct rota_wheel *wheel);
 /* The same for a misuse found where the wheel cannot go on: never returns
  * (aborts after the handler, if the handler returns). */
 _Noreturn void rota__debug_fatal(const char *misuse,
@@ -103,6 +107,15 @@ _Noreturn void rota__debug_fatal(const char *misuse,
     "without rota_timer_cancel() or rota_timer_relocate()"
 #define MISUSE_HIGH_CALLBACK                                                   \
     "callback address above 2^48: a debug build cannot seal this timer"
+#define MISUSE_THREADS                                                         \
+    "wheel used from two threads at once: a wheel and its timers belong to "   \
+    "one thread at a time"
+#define MISUSE_WHEEL_REINIT                                                    \
+    "rota_wheel_init() of a wheel with pending timers: drain it first, or "    \
+    "it was copied"
+#define MISUSE_WHEEL_COPIED                                                    \
+    "wheel moved or copied after rota_wheel_init() (or never initialised): "   \
+    "use it at the address it was initialised at"
 
 static inline bool timer_idle(const struct rota_timer *t)
 {
@@ -341,6 +354,29 @@ static inline bool debug_inside(const struct rota_wheel *w,
 /* The head of a pending timer's list, found within `bound` sealed pending
  * timers of it going forward, then going back; NULL when it is further,
  * or a link on the way does not point back. */
+/* Whether a pending timer's list, followed within `bound` sealed pending
+ * timers either way, ends at one of w's list heads that does not lead back:
+ * the list of a wheel initialised again (or copied) while it was pending. */
+static inline bool debug_orphaned(const struct rota_wheel *w,
+                                  const struct rota_timer *t, unsigned bound)
+{
+    for (int back = 0; back < 2; back++) {
+        const struct rota_link *at = &t->link_;
+        for (unsigned step = 0; step < bound; step++) {
+            const struct rota_link *n = back ? at->prev : at->next;
+            if (!debug_plausible(n))
+                break;
+            if (!debug_sealed_pending(n)) {
+                if (debug_inside(w, n) && (back ? n->next : n->prev) != at)
+                    return true;
+                break;
+            }
+            at = n;
+        }
+    }
+    return false;
+}
+
 static inline const struct rota_link *debug_head_of(const struct rota_timer *t,
                                                     unsigned bound)
 {
@@ -386,12 +422,108 @@ static inline bool debug_in_live_list(const struct rota_timer *t)
     return false;
 }
 
+/* ---------------------------------------------- the wheel's own misuses */
+
+/*
+ * THE WHEEL'S RULES (rota.h): no copy, no rota_wheel_init() with timers
+ * pending, one thread at a time.
+ *   - A copy: an initialised wheel's due list head is its own (empty, it
+ *     points to itself; not, its first timer points back to it).  A copy's
+ *     points into the original, whatever the original holds.  Checked at
+ *     every call given a wheel (passes, and every timer call, which all
+ *     reach the library in a debug build).
+ *   - rota_wheel_init() of a wheel with pending timers: memory that this
+ *     build initialised as a wheel at this address (the registry), whose
+ *     deferred list head is still its own and whose counters say timers
+ *     are pending.  Read without following any link: a wheel dropped with
+ *     its timers' memory (rota/keyed.h does, after a drain in a debug
+ *     build) has nothing left to follow.
+ *   - Two threads: a pass (advance, expire, drain, next_deadline,
+ *     foreach) marks its wheel's registry entry with a token of its thread
+ *     (the address of a thread-local byte) while it runs; a pass that finds
+ *     another thread's token, and a timer call made while another thread's
+ *     pass runs, are reported.  Overlap is what corrupts a wheel, and what
+ *     is seen: a wheel handed from one thread to another (with a lock or a
+ *     queue between) is never reported.  Two threads arming at once with
+ *     no pass running are not seen.
+ */
+extern _Atomic(uintptr_t) rota__debug_busy[DEBUG_WHEELS];
+extern _Thread_local char rota__debug_thread;
+
+static inline uintptr_t debug_me(void)
+{
+    return (uintptr_t)&rota__debug_thread;
+}
+
+/* Whether this build initialised a wheel at `w` (and none has taken its
+ * registry entry since). */
+static inline bool debug_registered(const struct rota_wheel *w)
+{
+    return atomic_load_explicit(&rota__debug_wheels[debug_wheel_index(w)],
+                                memory_order_relaxed) == (uintptr_t)w;
+}
+
+/* A wheel used where it was not initialised: 0, or ROTA_ECORRUPT after the
+ * report. */
+static inline int debug_check_wheel(const struct rota_wheel *w)
+{
+    const struct rota_link *first = w->due_.next;
+    if (debug_plausible(first) && first->prev == &w->due_)
+        return 0;
+    rota__debug_report_wheel(MISUSE_WHEEL_COPIED, w);
+    return ROTA_ECORRUPT;
+}
+
+/* Another thread's pass runs on `w`: ROTA_EBUSY after the report, or 0. */
+static inline int debug_check_thread(const struct rota_wheel *w)
+{
+    uintptr_t busy = atomic_load_explicit(
+        &rota__debug_busy[debug_wheel_index(w)], memory_order_acquire);
+    if (busy == 0 || busy == debug_me() || !debug_registered(w))
+        return 0;
+    rota__debug_report_wheel(MISUSE_THREADS, w);
+    return ROTA_EBUSY;
+}
+
+/* A pass begins: 0 and *entered (whether this call marked the wheel, to
+ * unmark it in debug_pass_end()), or the error to return after a report. */
+static inline int debug_pass_begin(const struct rota_wheel *w, bool *entered)
+{
+    *entered = false;
+    int rc = debug_check_wheel(w);
+    if (rc != 0 || !debug_registered(w))
+        return rc;
+    uintptr_t expected = 0;
+    if (atomic_compare_exchange_strong_explicit(
+            &rota__debug_busy[debug_wheel_index(w)], &expected, debug_me(),
+            memory_order_acq_rel, memory_order_acquire)) {
+        *entered = true;
+        return 0;
+    }
+    if (expected == debug_me())
+        return 0; /* a pass of this thread's, from a callback or visitor */
+    rota__debug_report_wheel(MISUSE_THREADS, w);
+    return ROTA_EBUSY;
+}
+
+static inline void debug_pass_end(const struct rota_wheel *w, bool entered)
+{
+    if (entered)
+        atomic_store_explicit(&rota__debug_busy[debug_wheel_index(w)], 0,
+                              memory_order_release);
+}
+
 /* check_timer()'s part in a debug build, once the memory looks
  * initialised: 0, or the error the call returns (after the report, for a
  * misuse). */
 static inline int debug_check_timer(const struct rota_wheel *w,
                                     const struct rota_timer *t)
 {
+    int rc = debug_check_wheel(w);
+    if (rc == 0)
+        rc = debug_check_thread(w);
+    if (rc != 0)
+        return rc;
     if (!debug_sealed(t)) {
         /* A pending timer whose list does not lead here: a copy. */
         bool copy = timer_pending(t) && debug_plausible(t->link_.prev) &&
@@ -402,6 +534,17 @@ static inline int debug_check_timer(const struct rota_wheel *w,
     if (!timer_pending(t))
         return 0;
     if (!debug_linked(&t->link_)) {
+        const struct rota_link *prev = t->link_.prev, *next = t->link_.next;
+        /* A neighbour that is one of this wheel's list heads and does not
+         * lead back: the wheel was initialised again (or is a copy) while
+         * the timer was pending.  Reported here, when such a timer is
+         * used, not at rota_wheel_init(): a wheel abandoned with its
+         * timers, their memory gone too, may be initialised again. */
+        if ((debug_inside(w, prev) && prev->next != &t->link_) ||
+            (debug_inside(w, next) && next->prev != &t->link_)) {
+            rota__debug_report_wheel(MISUSE_WHEEL_REINIT, w);
+            return ROTA_ECORRUPT;
+        }
         const char *misuse;
         const struct rota_timer *who;
         debug_blame(&t->link_, &misuse, &who);
@@ -411,6 +554,10 @@ static inline int debug_check_timer(const struct rota_wheel *w,
     const struct rota_link *head = debug_head_of(t, DEBUG_WHEEL_BOUND);
     if (head != NULL && !debug_inside(w, head))
         return ROTA_EOTHERWHEEL;
+    if (head == NULL && debug_orphaned(w, t, DEBUG_WHEEL_BOUND)) {
+        rota__debug_report_wheel(MISUSE_WHEEL_REINIT, w);
+        return ROTA_ECORRUPT;
+    }
     return 0;
 }
 

@@ -71,6 +71,29 @@ static inline struct rota_periodic *periodic_of(struct rota_timer *t)
     return rota_container_of(t, struct rota_periodic, timer);
 }
 
+/* Every arm of an idle timer adds one; cancel, a last fire and drain take
+ * one away (wheel.c: write_head() says why there is no pending_ to
+ * store). */
+static inline uint64_t pending_count(const struct rota_wheel *w)
+{
+    const struct rota_stats *s = &w->stats_;
+    return s->armed - w->rearmed_ - s->cancelled - s->fired + w->refired_ -
+           s->drained;
+}
+
+/* What every build reports when a walk finds the wheel's lists looping
+ * (wheel.c, "walks that end"; rota.h, THE WHEEL'S RULES), naming the
+ * misuses that do it. */
+#define MISUSE_CORRUPT                                                         \
+    "the wheel's lists are corrupt: a pending timer freed or initialised "     \
+    "again without rota_timer_cancel(), the wheel used from two threads, "     \
+    "or the wheel initialised again or copied while timers were pending"
+
+/* Report a corrupt wheel (error.c): the misuse handler, then a message on
+ * stderr and abort().  Never returns. */
+_Noreturn void rota__wheel_corrupt(const struct rota_wheel *wheel,
+                                   const struct rota_timer *timer);
+
 /* A debug build's checks (rota.h, DEBUG BUILDS), which read the states. */
 #include "wheel_debug.h"
 
@@ -83,16 +106,6 @@ static inline rota_timer_fn *timer_fn(const struct rota_timer *t)
 #else
     return t->fn_;
 #endif
-}
-
-/* Every arm of an idle timer adds one; cancel, a last fire and drain take
- * one away (wheel.c: write_head() says why there is no pending_ to
- * store). */
-static inline uint64_t pending_count(const struct rota_wheel *w)
-{
-    const struct rota_stats *s = &w->stats_;
-    return s->armed - w->rearmed_ - s->cancelled - s->fired + w->refired_ -
-           s->drained;
 }
 
 /* ---------------------------------------------------------------- lists */

@@ -108,26 +108,15 @@ int rota_service_create(struct rota_service **out,
     if (out == NULL)
         return ROTA_EINVAL;
     *out = NULL;
+    /* Every field's rule, and the text naming it: service_config.c. */
+    int bad = rota_service_config_check(config, NULL);
+    if (bad != 0)
+        return bad;
     if (config != NULL)
         cfg = *config;
-    if (cfg.workers > ROTA_SERVICE_MAX_WORKERS ||
-        cfg.shards > ROTA_SERVICE_MAX_SHARDS)
-        return ROTA_EINVAL;
-    if (cfg.clock != NULL &&
-        (cfg.clock->now_ns == NULL || cfg.clock->wait == NULL ||
-         cfg.clock->wake == NULL || cfg.clock_source != ROTA_CLOCK_MONOTONIC))
-        return ROTA_EINVAL;
-    if (cfg.clock_source != ROTA_CLOCK_MONOTONIC &&
-        cfg.clock_source != ROTA_CLOCK_BOOTTIME)
-        return ROTA_EINVAL;
-    if (cfg.allocator != NULL) {
-        if (cfg.allocator->alloc == NULL || cfg.allocator->free == NULL)
-            return ROTA_EINVAL;
+    if (cfg.allocator != NULL)
         alloc = *cfg.allocator;
-    }
     size_t cap = cfg.initial_capacity == 0 ? 1024 : cfg.initial_capacity;
-    if (cap > ((size_t)1 << 26))
-        return ROTA_EINVAL;
     unsigned shift = 6;
     while (((size_t)1 << shift) < cap)
         shift++;

@@ -10,7 +10,10 @@
 #      cc adapter_uv.c $(pkg-config --cflags --libs rota-uv), ...
 # Only the install is visible to either, so a header missing from install(),
 # a wrong include path in the exported targets or a broken .pc file fails
-# here instead of on a user's machine.  Then it asks the package for a
+# here instead of on a user's machine.  With ROTA_CONSUMER_DEBUG=ON in the
+# environment it does the same for the debug library (debug_main.c against
+# rota::rota_debug, rota::rota_debug_static and rota-debug.pc), which must
+# report a misuse.  Then it asks the package for a
 # component it does not have and for one removed from the install, and
 # checks both fail with a message that says why.
 #
@@ -71,6 +74,11 @@ esac
 "$cmake" --build "$tmp/cmake-build" ${config:+--config "$config"} >"$tmp/build.log" ||
     { cat "$tmp/build.log"; exit 1; }
 exes="consumer consumer_static"
+# The debug library (ROTA_CONSUMER_DEBUG=ON: the build has it), shared and
+# static: a program linked to it reports a misuse (debug_main.c).
+if [ "${ROTA_CONSUMER_DEBUG-OFF}" = ON ]; then
+    exes="$exes consumer_debug consumer_debug_static"
+fi
 for comp in $adapters; do
     exes="$exes consumer_$comp consumer_${comp}_static"
 done
@@ -107,6 +115,46 @@ flags=$(pkg-config --cflags --libs rota)
     -o "$tmp/consumer_pc"
 libdir=$(pkg-config --variable=libdir rota)
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_pc"
+# The debug library through rota-debug.pc, the program's code the same.
+if [ "${ROTA_CONSUMER_DEBUG-OFF}" = ON ]; then
+    echo "consumer_install: pkg-config build of rota-debug"
+    flags=$(pkg-config --cflags --libs rota-debug) || {
+        echo "consumer_install: pkg-config cannot resolve rota-debug"
+        exit 1
+    }
+    # shellcheck disable=SC2086 # $cflags and $flags must split into words
+    "$cc" $cflags -std=c11 -Wall -Wextra -Wpedantic -Werror \
+        "$here/debug_main.c" $flags -o "$tmp/consumer_debug_pc"
+    LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        "$tmp/consumer_debug_pc"
+    # The same program on the normal library must fail: the check can.
+    # (Not in a ROTA_DEBUG=ON build, whose librota is itself the debug
+    # build: ROTA_CONSUMER_LIB_DEBUG=ON.)
+    # shellcheck disable=SC2046,SC2086 # the flags must split into words
+    "$cc" $cflags -std=c11 "$here/debug_main.c" \
+        $(pkg-config --cflags --libs rota) -o "$tmp/consumer_debug_on_plain"
+    if [ "${ROTA_CONSUMER_LIB_DEBUG:-OFF}" != ON ] &&
+        LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+            "$tmp/consumer_debug_on_plain" 2>/dev/null; then
+        echo "consumer_install: debug_main.c passed on the normal library"
+        exit 1
+    fi
+    # rota.h: a program built against librota.so runs on the debug
+    # library with LD_PRELOAD.
+    if [ -f "$libdir/librota_debug.so" ]; then
+        LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+            LD_PRELOAD=$libdir/librota_debug.so "$tmp/consumer_debug_on_plain"
+    fi
+    # And statically, as a program that wants no shared library would.
+    if [ -f "$libdir/librota_debug.a" ]; then
+        # shellcheck disable=SC2046,SC2086 # the flags must split into words
+        "$cc" $cflags -std=c11 "$here/debug_main.c" \
+            $(pkg-config --cflags rota-debug) "$libdir/librota_debug.a" \
+            $(pkg-config --libs-only-other --static rota-debug) \
+            -o "$tmp/consumer_debug_pc_static"
+        "$tmp/consumer_debug_pc_static"
+    fi
+fi
 # Each adapter through its own .pc file (Requires: rota and the loop), its
 # header first with no feature-test macro of the program's own.
 for comp in $adapters; do
