@@ -176,7 +176,11 @@
  *         runs on the same wheel: the later call returns ROTA_EBUSY,
  *         having changed nothing (an advance() that is idle inline, and
  *         two threads arming at once with no pass running, are not seen).
- *         A wheel handed from one thread to another is never reported.
+ *         The check is not a lock: two calls that both began before either
+ *         could see the other may damage the wheel first, and the damage
+ *         is then reported as the misuse it resembles (a freed neighbour,
+ *         a copied or re-initialised wheel).  A wheel handed from one
+ *         thread to another is never reported.
  *     "rota_wheel_init() of a wheel with pending timers: drain it first,
  *     or it was copied"
  *         a timer that was pending when its wheel was initialised again

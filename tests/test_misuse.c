@@ -12,6 +12,9 @@
  *                             header written, its timer initialised
  *   wheel_from_two_threads    a second thread cancels and re-arms timers
  *                             while the owner advances
+ *   timer_call_in_another_threads_pass, pass_in_another_threads_pass
+ *                             a second thread arms a timer, or advances,
+ *                             while the owner's pass waits in a callback
  *   wheel_initialised_again   rota_wheel_init() of a wheel with pending
  *                             timers, which are then cancelled and fired
  *   wheel_copied              a struct copy of a wheel with pending timers,
@@ -24,7 +27,8 @@
  *                      never run into its alarm.  (Before the walks were
  *                      bounded, freed_timer_reused spun for ever.)
  *   test_misuse_debug  against a debug build (ROTA_TEST_DEBUG): the first
- *                      report names the misuse.
+ *                      report names the misuse (for the free-running two
+ *                      threads: the overlap, or the damage it left).
  *
  * The memory "freed" is a static pool overwritten in place, as an allocator
  * reuses it, so ASan and valgrind see no invalid access.
@@ -33,6 +37,7 @@
 #include <rota.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -40,6 +45,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -240,11 +246,13 @@ TEST(freed_block_reused_in_place)
 #define SHARED_TIMERS 1000
 static struct rota_timer shared_timers[SHARED_TIMERS];
 static atomic_int stop;
+static atomic_int started;
 
 static void *second_thread(void *arg)
 {
     uint64_t x = 12345;
     (void)arg;
+    atomic_store(&started, 1);
     while (!atomic_load(&stop) && out->reports == 0) {
         x = x * 6364136223846793005u + 1442695040888963407u;
         struct rota_timer *t = &shared_timers[(x >> 33) % SHARED_TIMERS];
@@ -270,22 +278,127 @@ static void scenario_two_threads(void)
     pthread_t th;
     if (pthread_create(&th, NULL, second_thread, NULL) != 0)
         return;
+    /* The overlap needs both threads running: a short run could end before
+     * the second thread is first scheduled. */
+    while (!atomic_load(&started))
+        sched_yield();
+#ifdef ROTA_TEST_DEBUG
+    /* Until a report, within half the child's alarm: when the two threads
+     * first overlap is the scheduler's choice. */
+    time_t until = time(NULL) + CHILD_SECONDS / 2;
+    for (uint64_t now = 1; out->reports == 0 && time(NULL) < until; now++)
+        rota_wheel_advance(&wheel, now);
+#else
     uint64_t ticks = h_small() ? 20000 : 200000;
     for (uint64_t now = 1; now < ticks && out->reports == 0; now++)
         rota_wheel_advance(&wheel, now);
+#endif
     atomic_store(&stop, 1);
     pthread_join(th, NULL);
 }
+
+#ifdef ROTA_TEST_DEBUG
+/* Whether `p` is one of the shared timers. */
+static bool shared_timer(const void *p)
+{
+    const char *c = p;
+    return c >= (const char *)shared_timers &&
+           c < (const char *)(shared_timers + SHARED_TIMERS);
+}
+#endif
 
 TEST(wheel_from_two_threads)
 {
     struct outcome *o = run(scenario_two_threads);
 #ifdef ROTA_TEST_DEBUG
-    CHECK(reported(o, THREADS));
-    CHECK_EQ_PTR(o->address, (const void *)&wheel);
+    /* Seen as the overlap, or, when both calls began before either could
+     * see the other (the check is not a lock), as the damage the overlap
+     * left in the wheel or a timer's list (rota.h, DEBUG BUILDS), under
+     * whichever misuse that damage resembles.  Never silence, and always
+     * about this wheel or its timers. */
+    CHECK(o->reports > 0);
+    if (reported(o, THREADS))
+        CHECK_EQ_PTR(o->address, (const void *)&wheel);
+    else
+        CHECK(o->address == (const void *)&wheel || shared_timer(o->address));
 #else
     check_ended(o);
 #endif
+}
+
+/*
+ * The same misuse without the scheduler's say: a callback of the owner's
+ * pass waits while a second thread makes one call on the wheel, a timer
+ * call (arm) or a pass (advance).  Each is inside the owner's pass, so the
+ * debug build names it every time.
+ */
+static struct rota_timer meeting, intruder;
+static atomic_int phase; /* 1: the owner waits in a callback; 2: called */
+static bool intrude_with_pass;
+
+static void wait_for_intruder(struct rota_wheel *w, struct rota_timer *t,
+                              uint64_t late)
+{
+    (void)w, (void)t, (void)late;
+    atomic_store(&phase, 1);
+    while (atomic_load(&phase) != 2)
+        sched_yield();
+}
+
+static void ignore(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
+{
+    (void)w, (void)t, (void)late;
+}
+
+static void *intruder_thread(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&phase) != 1)
+        sched_yield();
+    if (intrude_with_pass)
+        rota_wheel_advance(&wheel, 2);
+    else
+        rota_timer_arm_in(&wheel, &intruder, 5);
+    atomic_store(&phase, 2);
+    return NULL;
+}
+
+static void scenario_call_in_a_pass(void)
+{
+    rota_wheel_init(&wheel, 0);
+    rota_timer_init(&meeting, wait_for_intruder);
+    rota_timer_init(&intruder, ignore);
+    rota_timer_arm_at(&wheel, &meeting, 1);
+    atomic_store(&phase, 0);
+    pthread_t th;
+    if (pthread_create(&th, NULL, intruder_thread, NULL) != 0)
+        return;
+    rota_wheel_advance(&wheel, 1);
+    pthread_join(th, NULL);
+}
+
+static void check_call_in_a_pass(bool pass)
+{
+    intrude_with_pass = pass;
+    struct outcome *o = run(scenario_call_in_a_pass);
+#ifdef ROTA_TEST_DEBUG
+    CHECK_EQ_INT(o->reports, 1);
+    CHECK(reported(o, THREADS));
+    CHECK_EQ_PTR(o->address, (const void *)&wheel);
+    CHECK(o->finished); /* the second thread's call returned an error */
+#else
+    check_ended(o);
+#endif
+}
+
+TEST(timer_call_in_another_threads_pass)
+{
+    check_call_in_a_pass(false);
+}
+
+TEST(pass_in_another_threads_pass)
+{
+    check_call_in_a_pass(true);
 }
 
 /* ------------------------------------------------- init again, copy */
@@ -343,8 +456,12 @@ TEST(wheel_copied)
 int main(int argc, char **argv)
 {
     static const struct h_test tests[] = {
-        H_TEST(freed_timer_reused),     H_TEST(freed_block_reused_in_place),
-        H_TEST(wheel_from_two_threads), H_TEST(wheel_initialised_again),
+        H_TEST(freed_timer_reused),
+        H_TEST(freed_block_reused_in_place),
+        H_TEST(wheel_from_two_threads),
+        H_TEST(timer_call_in_another_threads_pass),
+        H_TEST(pass_in_another_threads_pass),
+        H_TEST(wheel_initialised_again),
         H_TEST(wheel_copied),
     };
     return h_main(argc, argv, tests, H_COUNT(tests));
