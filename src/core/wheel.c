@@ -643,12 +643,25 @@ cascade_walk(struct rota_wheel *w, struct budget *b, const bool ordered)
 #ifdef ROTA_DEBUG
     back_steps = 0; /* it would read timers before the checks see them */
 #endif
+    /* The budget and the refiled count live in registers for the walk
+     * (filing stores through `w`, which would otherwise make the compiler
+     * reload and store both per timer); they go back to memory when the
+     * walk ends or its budget is spent, before renew() reads them. */
+    size_t left = b->moves, moved = 0;
     /* The back walk goes on while back_steps > 0: it stops at its cap or
      * where it meets the front walk (it cannot pass the front timer, so it
      * never reaches the head). */
     while (!list_empty(head)) {
-        if (!spend(w, b, &b->moves))
-            return false;
+        if (left == 0) {
+            b->moves = 0;
+            w->stats_.refiled += moved;
+            moved = 0;
+            if (!spend(w, b, &b->moves))
+                return false;
+            left = b->moves;
+        } else {
+            left--;
+        }
         struct rota_timer *t = timer_of(head->next);
         if (back_steps > 0 && back != &t->link_) {
             struct rota_timer *u = timer_of(back);
@@ -656,17 +669,17 @@ cascade_walk(struct rota_wheel *w, struct budget *b, const bool ordered)
             if (deadline < pass_below) { /* the front walk files it */
                 back = back->prev;
                 back_steps--;
-            } else if (b->moves > 0 &&
+            } else if (left > 0 &&
                        (deadline >= c.end || front_steps >= BACK_WARMUP)) {
                 struct rota_link *prev = back->prev;
                 back_steps--;
-                b->moves--;
+                left--;
                 list_unlink(&u->link_);
                 if (ordered)
                     file_in_cascade(w, c, u, BACK);
                 else
                     place_timer(w, u, deadline);
-                w->stats_.refiled++;
+                moved++;
                 back = prev;
             }
         }
@@ -677,9 +690,11 @@ cascade_walk(struct rota_wheel *w, struct budget *b, const bool ordered)
             file_in_cascade(w, c, t, FRONT);
         else
             place_timer(w, t, t->deadline_);
-        w->stats_.refiled++;
+        moved++;
         front_steps++;
     }
+    b->moves = left;
+    w->stats_.refiled += moved;
     cascade_close(w);
     return true;
 }
