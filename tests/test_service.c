@@ -18,7 +18,7 @@
 
 /* --------------------------------------------------------------- tests */
 
-static void test_create_errors(void)
+TEST(create_refuses_bad_arguments)
 {
     struct rota_service *svc = (void *)1;
     struct rota_service_config cfg = {0};
@@ -70,7 +70,7 @@ static void test_create_errors(void)
 
 /* A one-shot timer fires once, exactly at its deadline and not one
  * nanosecond before, with and without workers. */
-static void test_fires_at_deadline(void)
+TEST(one_shot_fires_exactly_at_its_deadline)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
         struct fix f;
@@ -111,7 +111,7 @@ static void test_fires_at_deadline(void)
 /* The service thread sleeps exactly until the next deadline; a later
  * submission does not wake it, an earlier one does (bug class idle-cpu,
  * docs/DESIGN.md). */
-static void test_sleeps_until_next_deadline(void)
+TEST(service_thread_sleeps_until_the_next_deadline)
 {
     struct fix f;
     struct probe p = {.id = 1};
@@ -157,7 +157,7 @@ static void test_sleeps_until_next_deadline(void)
 
 /* On the real clock: an idle service does not wake up, and neither does a
  * service whose only timer is a minute away (Netty, go-zero tick). */
-static void test_idle_no_wakeups(void)
+TEST(idle_service_never_wakes_up)
 {
     struct rota_service *svc = NULL;
     struct rota_service_stats st;
@@ -184,7 +184,7 @@ static void test_idle_no_wakeups(void)
  * reaches the first tick boundary at or after now + delay, never before.
  * The default tick (1 us) takes its own division path, so both it and a
  * tick that divides nothing evenly are checked. */
-static void test_tick_rounding(void)
+TEST(delay_rounds_up_to_a_tick_boundary)
 {
     static const uint64_t ticks[2] = {0, 1500}; /* 0: the default, 1000 */
     for (int k = 0; k < 2; k++) {
@@ -238,7 +238,7 @@ static void *arm_on_both(void *arg)
     return NULL;
 }
 
-static void test_home_shard_per_service(void)
+TEST(home_shard_is_per_service)
 {
     struct fix fa, fb;
     fix_init_cfg(&fa, (struct rota_service_config){.shards = 4});
@@ -277,7 +277,7 @@ static void order_fn(struct rota_service *svc,
         order_ids[k] = (int)(intptr_t)ev->arg;
 }
 
-static void test_jump_fires_in_deadline_order(void)
+TEST(clock_jump_fires_staged_and_wheel_timers_in_deadline_order)
 {
     struct fix f;
     struct rota_service_handle w;
@@ -302,7 +302,7 @@ static void test_jump_fires_in_deadline_order(void)
     fix_fini(&f);
 }
 
-static void test_try_cancel_cancelled(void)
+TEST(try_cancel_of_a_pending_timer_reports_cancelled)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
         struct fix f;
@@ -332,7 +332,7 @@ static void test_try_cancel_cancelled(void)
     }
 }
 
-static void test_try_cancel_not_pending(void)
+TEST(try_cancel_after_fire_reports_not_pending)
 {
     struct fix f;
     struct probe p = {.id = 1};
@@ -375,7 +375,7 @@ static void *syncer_main(void *arg)
     return NULL;
 }
 
-static void test_try_cancel_running(void)
+TEST(try_cancel_of_a_running_callback_reports_running)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
         struct fix f;
@@ -430,7 +430,7 @@ static void own_try_cancel(struct rota_service *svc, struct probe *p,
         p->rc = rota_service_try_cancel(svc, ev->timer);
 }
 
-static void test_cancel_from_own_callback(void)
+TEST(cancel_from_its_own_callback_does_not_deadlock)
 {
     for (unsigned workers = 0; workers <= 1; workers++) {
         struct fix f;
@@ -467,7 +467,7 @@ static void test_cancel_from_own_callback(void)
 
 /* cancel_sync on a periodic timer whose callback is running: it cancels
  * the next runs (returns 1) and waits for the current one. */
-static void test_cancel_sync_periodic_running(void)
+TEST(cancel_sync_of_a_running_periodic_cancels_next_runs_and_waits)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
         struct fix f;
@@ -505,7 +505,7 @@ static void test_cancel_sync_periodic_running(void)
 
 /* apollo#15810: a timer whose callback is queued for a worker, but not
  * started, is cancelled: it must never run. */
-static void test_apollo_race(void)
+TEST(cancelled_timer_queued_for_a_worker_never_runs)
 {
     struct fix f;
     struct st_latch latch;
@@ -548,7 +548,7 @@ static void test_apollo_race(void)
 
 /* Bug class stale-handle (docs/DESIGN.md): a handle of an ended timer never reaches the timer that
  * reuses its record. */
-static void test_stale_handles(void)
+TEST(stale_handle_never_reaches_the_reused_record)
 {
     struct fix f;
     struct probe a = {.id = 1}, b = {.id = 2};
@@ -573,7 +573,7 @@ static void test_stale_handles(void)
 /* A handle names a timer of the service that armed it: another service
  * given it (whose own timer may sit at the same index and generation)
  * answers "not pending" and leaves its timers alone. */
-static void test_handle_of_another_service(void)
+TEST(handle_of_another_service_is_not_pending_there)
 {
     struct fix f1, f2;
     struct probe a = {.id = 1}, b = {.id = 2};
@@ -599,7 +599,7 @@ static void test_handle_of_another_service(void)
     fix_fini(&f1);
 }
 
-static void test_touch(void)
+TEST(touch_moves_a_pending_deadline)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
         struct fix f;
@@ -636,7 +636,7 @@ static void test_touch(void)
 }
 
 /* A touched periodic timer keeps its period from the new deadline. */
-static void test_touch_periodic(void)
+TEST(touched_periodic_keeps_its_period_from_the_new_deadline)
 {
     struct fix f;
     struct probe p = {.id = 1};
@@ -664,7 +664,7 @@ static void test_touch_periodic(void)
 
 /* Drift-free schedule: deadlines are first + k * period whatever the
  * lateness of each fire (bug class periodic-drift, docs/DESIGN.md). */
-static void test_periodic_schedule(void)
+TEST(periodic_deadlines_never_drift)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
         struct fix f;
@@ -692,7 +692,7 @@ static void test_periodic_schedule(void)
 }
 
 /* The missed-tick policies, with the service thread and with a worker. */
-static void test_periodic_missed(void)
+TEST(periodic_missed_tick_policies_hold)
 {
     for (unsigned workers = 0; workers <= 1; workers++) {
         struct fix f;
@@ -743,7 +743,7 @@ static void test_periodic_missed(void)
 /* Worker mode: while a periodic callback is held, BURST boundaries are
  * kept for it (each with its own deadline), SKIP ones are folded into one,
  * and the callback never runs twice at once. */
-static void test_periodic_owed_fires(void)
+TEST(held_periodic_keeps_owed_fires_and_never_overlaps)
 {
     struct fix f;
     struct st_latch latch;
@@ -803,7 +803,7 @@ static void advance_nosync(struct fix *f, uint64_t ns)
 /* A BURST timer touched while runs of its old schedule wait for a worker:
  * every run is told a deadline that really came due, never one in the
  * future (the first boundary of the new schedule is folded). */
-static void test_periodic_touch_while_owed(void)
+TEST(touch_while_owed_never_reports_a_future_deadline)
 {
     struct fix f;
     struct st_latch latch;
@@ -852,7 +852,7 @@ static void test_periodic_touch_while_owed(void)
     st_latch_fini(&latch);
 }
 
-static void test_pending_cap(void)
+TEST(arm_beyond_the_pending_cap_fails)
 {
     struct fix f;
     struct probe p = {.id = 1};
@@ -880,7 +880,7 @@ static void test_pending_cap(void)
 
 /* stop hands back every pending timer, counted as cancelled; afterwards
  * arm and touch fail and cancels find nothing. */
-static void test_stop_hands_back(void)
+TEST(stop_hands_back_every_pending_timer)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
         struct fix f;
@@ -942,7 +942,7 @@ static void *stopper_main(void *arg)
     return NULL;
 }
 
-static void test_stop_with_queued_callback(void)
+TEST(stop_waits_for_the_running_and_hands_back_the_queued)
 {
     struct fix f;
     struct st_latch latch;
@@ -990,7 +990,7 @@ static void call_lifecycle(struct rota_service *svc, struct probe *p,
     p->rc = bad;
 }
 
-static void test_lifecycle_from_callback(void)
+TEST(lifecycle_calls_from_a_callback_refuse_with_edeadlk)
 {
     for (unsigned workers = 0; workers <= 1; workers++) {
         struct fix f;
@@ -1013,7 +1013,7 @@ static void cancel_other(struct rota_service *svc, struct probe *p,
     p->rc = rota_service_try_cancel(svc, p->other);
 }
 
-static void test_order_and_cancel_in_batch(void)
+TEST(equal_deadlines_fire_in_arm_order_and_cancel_in_batch_holds)
 {
     struct fix f;
     int order[8];
@@ -1052,7 +1052,7 @@ static void rearm_zero(struct rota_service *svc, struct probe *p,
         p->rc = rota_service_arm_in(svc, 0, probe_fn, p, NULL);
 }
 
-static void test_zero_delay_rearm(void)
+TEST(zero_delay_rearm_from_a_callback_makes_progress)
 {
     struct fix f;
     struct probe p = {.id = 1, .action = rearm_zero};
@@ -1068,7 +1068,7 @@ static void test_zero_delay_rearm(void)
 }
 
 /* Bug class huge-delay (docs/DESIGN.md): huge delays saturate; they never wrap into the past. */
-static void test_huge_delay(void)
+TEST(huge_delay_saturates_and_never_wraps)
 {
     struct fix f;
     struct probe p = {.id = 1};
@@ -1091,7 +1091,7 @@ static void test_huge_delay(void)
 }
 
 /* Statistics: counters and the lateness histogram. */
-static void test_stats(void)
+TEST(stats_count_operations_and_lateness)
 {
     struct fix f;
     struct probe p = {.id = 1};
@@ -1121,7 +1121,7 @@ static void test_stats(void)
 /* The slab grows in chunks past its initial capacity and every record is
  * reused; a cancel frees its record at once, without waking the service
  * thread (bug classes lingering-cancel and idle-cpu, docs/DESIGN.md). */
-static void test_slab_and_reclaim(void)
+TEST(slab_grows_in_chunks_and_reuses_every_record)
 {
     enum { N = 3000 };
     static struct rota_service_handle h[N];
@@ -1155,7 +1155,7 @@ static void test_slab_and_reclaim(void)
     fix_fini(&f);
 }
 
-static void test_allocation_failure(void)
+TEST(allocation_failure_refuses_and_leaves_the_service_intact)
 {
     struct st_alloc a;
     struct rota_allocator al = st_allocator(&a);
@@ -1187,37 +1187,37 @@ static void test_allocation_failure(void)
 }
 
 static const struct h_test tests[] = {
-    H_TEST(test_create_errors),
-    H_TEST(test_fires_at_deadline),
-    H_TEST(test_sleeps_until_next_deadline),
-    H_TEST(test_idle_no_wakeups),
-    H_TEST(test_try_cancel_cancelled),
-    H_TEST(test_try_cancel_not_pending),
-    H_TEST(test_try_cancel_running),
-    H_TEST(test_cancel_from_own_callback),
-    H_TEST(test_cancel_sync_periodic_running),
-    H_TEST(test_apollo_race),
-    H_TEST(test_stale_handles),
-    H_TEST(test_handle_of_another_service),
-    H_TEST(test_touch),
-    H_TEST(test_touch_periodic),
-    H_TEST(test_periodic_schedule),
-    H_TEST(test_periodic_missed),
-    H_TEST(test_periodic_owed_fires),
-    H_TEST(test_periodic_touch_while_owed),
-    H_TEST(test_pending_cap),
-    H_TEST(test_stop_hands_back),
-    H_TEST(test_stop_with_queued_callback),
-    H_TEST(test_lifecycle_from_callback),
-    H_TEST(test_order_and_cancel_in_batch),
-    H_TEST(test_zero_delay_rearm),
-    H_TEST(test_huge_delay),
-    H_TEST(test_stats),
-    H_TEST(test_slab_and_reclaim),
-    H_TEST(test_allocation_failure),
-    H_TEST(test_tick_rounding),
-    H_TEST(test_home_shard_per_service),
-    H_TEST(test_jump_fires_in_deadline_order),
+    H_TEST(create_refuses_bad_arguments),
+    H_TEST(one_shot_fires_exactly_at_its_deadline),
+    H_TEST(service_thread_sleeps_until_the_next_deadline),
+    H_TEST(idle_service_never_wakes_up),
+    H_TEST(try_cancel_of_a_pending_timer_reports_cancelled),
+    H_TEST(try_cancel_after_fire_reports_not_pending),
+    H_TEST(try_cancel_of_a_running_callback_reports_running),
+    H_TEST(cancel_from_its_own_callback_does_not_deadlock),
+    H_TEST(cancel_sync_of_a_running_periodic_cancels_next_runs_and_waits),
+    H_TEST(cancelled_timer_queued_for_a_worker_never_runs),
+    H_TEST(stale_handle_never_reaches_the_reused_record),
+    H_TEST(handle_of_another_service_is_not_pending_there),
+    H_TEST(touch_moves_a_pending_deadline),
+    H_TEST(touched_periodic_keeps_its_period_from_the_new_deadline),
+    H_TEST(periodic_deadlines_never_drift),
+    H_TEST(periodic_missed_tick_policies_hold),
+    H_TEST(held_periodic_keeps_owed_fires_and_never_overlaps),
+    H_TEST(touch_while_owed_never_reports_a_future_deadline),
+    H_TEST(arm_beyond_the_pending_cap_fails),
+    H_TEST(stop_hands_back_every_pending_timer),
+    H_TEST(stop_waits_for_the_running_and_hands_back_the_queued),
+    H_TEST(lifecycle_calls_from_a_callback_refuse_with_edeadlk),
+    H_TEST(equal_deadlines_fire_in_arm_order_and_cancel_in_batch_holds),
+    H_TEST(zero_delay_rearm_from_a_callback_makes_progress),
+    H_TEST(huge_delay_saturates_and_never_wraps),
+    H_TEST(stats_count_operations_and_lateness),
+    H_TEST(slab_grows_in_chunks_and_reuses_every_record),
+    H_TEST(allocation_failure_refuses_and_leaves_the_service_intact),
+    H_TEST(delay_rounds_up_to_a_tick_boundary),
+    H_TEST(home_shard_is_per_service),
+    H_TEST(clock_jump_fires_staged_and_wheel_timers_in_deadline_order),
 };
 
 int main(int argc, char **argv)

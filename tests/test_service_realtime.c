@@ -152,19 +152,19 @@ static void run(unsigned workers, unsigned n, uint64_t run_ns,
 static unsigned g_n;
 static uint64_t g_run_ns, g_grace_ns;
 
-static void test_periodic_2ms_service_thread(void)
+TEST(periodic_2ms_fires_every_boundary_on_the_service_thread)
 {
     run(0, g_n, g_run_ns, g_grace_ns);
 }
 
-static void test_periodic_2ms_workers(void)
+TEST(periodic_2ms_fires_every_boundary_on_workers)
 {
     run(2, g_n, g_run_ns, g_grace_ns);
 }
 
 static const struct h_test tests[] = {
-    H_TEST(test_periodic_2ms_service_thread),
-    H_TEST(test_periodic_2ms_workers),
+    H_TEST(periodic_2ms_fires_every_boundary_on_the_service_thread),
+    H_TEST(periodic_2ms_fires_every_boundary_on_workers),
 };
 
 int main(int argc, char **argv)

@@ -15,7 +15,7 @@
 
 /* The checker must be able to fail: plant a fault (a pending timer whose
  * record says it has ended) and see it reported. */
-static void test_check_catches_fault(void)
+TEST(service_check_catches_planted_fault)
 {
     struct fix f;
     struct probe p = {.id = 1};
@@ -84,7 +84,7 @@ static void wait_asleep(struct fix *f, uint64_t until)
 /* Cancel of a staged timer (try_cancel and cancel_sync, one-shot and
  * periodic): it leaves its band list at once, never fires, its record is
  * reused by a new generation, and the stale handle finds nothing. */
-static void test_staged_cancel(void)
+TEST(cancelled_staged_timer_never_fires_and_its_record_is_reused)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
         struct fix f;
@@ -150,7 +150,7 @@ static void test_staged_cancel(void)
  * and a staged periodic timer; each fires exactly at its new deadline and
  * not a tick before.  A wheel timer touched into the staged range stays
  * in the wheel. */
-static void test_staged_touch(void)
+TEST(touched_staged_timer_fires_exactly_at_its_new_deadline)
 {
     struct fix f;
     struct probe a = {.id = 0}, p[8];
@@ -238,7 +238,7 @@ static void test_staged_touch(void)
 
 /* stop hands back staged timers exactly once each, with the wheel's, and
  * counts them; a staged timer cancelled before stop is not handed back. */
-static void test_staged_stop(void)
+TEST(stop_hands_back_each_staged_timer_once)
 {
     for (unsigned workers = 0; workers <= 2; workers += 2) {
         struct fix f;
@@ -317,7 +317,7 @@ static void order_fn(struct rota_service *svc,
         order_seen[k] = (int)(intptr_t)ev->arg;
 }
 
-static void test_staged_equal_deadline_order(void)
+TEST(staged_equal_deadlines_fire_in_arm_order)
 {
     struct fix f;
     struct rota_service_handle ha, hA, hB, hC;
@@ -429,7 +429,7 @@ static const struct far_probe *far_of(int id, const struct far_probe *a,
     return id < 0 ? anchor : id < FAR_N ? &a[id] : &b[id - FAR_N];
 }
 
-static void test_far_staged(void)
+TEST(far_timers_are_staged_and_fire_at_their_deadlines)
 {
     static struct far_probe a[FAR_N], b[FAR_N], anchor = {-1, T0 + ST_MS};
     static struct rota_service_handle ha[FAR_N], hb[FAR_N];
@@ -542,7 +542,7 @@ static void test_far_staged(void)
 /* When the far vector cannot grow, arm still succeeds: a full vector with
  * holes closes them, one without goes nearer the wheel; every timer still
  * fires at its deadline. */
-static void test_far_no_memory(void)
+TEST(arm_succeeds_when_the_far_vector_cannot_grow)
 {
     enum { NB = FAR_MIN_CAP };
     static struct probe pb[NB];
@@ -597,7 +597,7 @@ static void test_far_no_memory(void)
  * deadline, never past a staged one, and a staged arm due after the
  * thread's sleep does not wake it (even when its band's move would come
  * before that sleep ends). */
-static void test_staged_sleep(void)
+TEST(service_thread_never_sleeps_past_a_staged_deadline)
 {
     struct fix f;
     struct probe a = {.id = 1}, x = {.id = 2};
@@ -624,7 +624,7 @@ static void test_staged_sleep(void)
 
 /* Staging near the end of time: a 1 ns tick and a clock 1 ms before
  * UINT64_MAX, so that the last deadline (ROTA_MAX_DEADLINE) is staged. */
-static void test_staged_near_max(void)
+TEST(staging_holds_at_the_last_deadline)
 {
     struct rota_manual_clock *mc;
     struct rota_service_clock clock;
@@ -664,7 +664,7 @@ static void test_staged_near_max(void)
 }
 
 /* The pending cap counts staged timers; cancelling one frees its place. */
-static void test_staged_pending_cap(void)
+TEST(pending_cap_counts_staged_timers)
 {
     struct fix f;
     struct probe p = {.id = 1};
@@ -724,7 +724,7 @@ static void back_wake(void *ctx)
  * timer armed in the past fires once the clock is back past the wheel's
  * time, and one armed into the staged range from the earlier time is
  * staged and fires at its deadline. */
-static void test_staged_clock_backwards(void)
+TEST(clock_going_back_never_fires_a_staged_timer_early)
 {
     struct back_clock bc;
     struct rota_service_clock clock = {
@@ -775,17 +775,17 @@ static void test_staged_clock_backwards(void)
 }
 
 static const struct h_test tests[] = {
-    H_TEST(test_check_catches_fault),
-    H_TEST(test_staged_cancel),
-    H_TEST(test_staged_touch),
-    H_TEST(test_staged_stop),
-    H_TEST(test_staged_equal_deadline_order),
-    H_TEST(test_far_staged),
-    H_TEST(test_far_no_memory),
-    H_TEST(test_staged_sleep),
-    H_TEST(test_staged_near_max),
-    H_TEST(test_staged_pending_cap),
-    H_TEST(test_staged_clock_backwards),
+    H_TEST(service_check_catches_planted_fault),
+    H_TEST(cancelled_staged_timer_never_fires_and_its_record_is_reused),
+    H_TEST(touched_staged_timer_fires_exactly_at_its_new_deadline),
+    H_TEST(stop_hands_back_each_staged_timer_once),
+    H_TEST(staged_equal_deadlines_fire_in_arm_order),
+    H_TEST(far_timers_are_staged_and_fire_at_their_deadlines),
+    H_TEST(arm_succeeds_when_the_far_vector_cannot_grow),
+    H_TEST(service_thread_never_sleeps_past_a_staged_deadline),
+    H_TEST(staging_holds_at_the_last_deadline),
+    H_TEST(pending_cap_counts_staged_timers),
+    H_TEST(clock_going_back_never_fires_a_staged_timer_early),
 };
 
 int main(int argc, char **argv)

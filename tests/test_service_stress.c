@@ -336,7 +336,7 @@ static void run_round(uint64_t seed, unsigned producers, unsigned workers,
 
 static uint64_t g_seed, g_ms, g_threads;
 
-static void test_stress(void)
+TEST(random_producers_against_stop_account_for_every_timer)
 {
     const unsigned rounds = 4;
     for (unsigned i = 0; i < rounds; i++)
@@ -345,7 +345,7 @@ static void test_stress(void)
 }
 
 /* The accounting catches one callback the test did not count. */
-static void stress_catches_lost_fire(void)
+TEST(stress_catches_lost_fire)
 {
     unsigned long mark = h_expect_begin();
     run_round(g_seed, 2, 2, 300 * ST_MS, 0, true);
@@ -355,7 +355,7 @@ static void stress_catches_lost_fire(void)
 }
 
 static const struct h_test tests[] = {H_TEST(stress_catches_lost_fire),
-                                      H_TEST(test_stress)};
+                                      H_TEST(random_producers_against_stop_account_for_every_timer)};
 
 int main(int argc, char **argv)
 {
