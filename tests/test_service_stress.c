@@ -354,8 +354,9 @@ TEST(stress_catches_lost_fire)
     CHECK(caught >= 2); /* the sum, and the service's expired count */
 }
 
-static const struct h_test tests[] = {H_TEST(stress_catches_lost_fire),
-                                      H_TEST(random_producers_against_stop_account_for_every_timer)};
+static const struct h_test tests[] = {
+    H_TEST(stress_catches_lost_fire),
+    H_TEST(random_producers_against_stop_account_for_every_timer)};
 
 int main(int argc, char **argv)
 {
