@@ -679,127 +679,208 @@ static void check_state(struct drv *d, bool full, bool wheel)
 
 /* ---------------------------------------------------------- callbacks */
 
-static void cb_action(struct drv *d, struct node *self)
+/*
+ * What a callback does to the wheel, one action at a time: each sets
+ * a->kind and what the model needs to replay it (a->id starts as the
+ * drawn target: the callback's own timer 25% of the time, else any).
+ */
+static void act_arm(struct drv *d, struct node *self, uint64_t now,
+                    struct act *a)
+{
+    (void)self;
+    a->kind = A_ARM;
+    a->a = gen_deadline(d, now);
+    a->rc = rota_timer_arm_at(d->w, T(d, a->id), a->a);
+}
+
+static void act_arm_in(struct drv *d, struct node *self, uint64_t now,
+                       struct act *a)
+{
+    (void)self;
+    (void)now;
+    a->kind = A_ARM_IN;
+    a->a = chance(d, 50) ? 0 : gen_delta(d);
+    a->rc = rota_timer_arm_in(d->w, T(d, a->id), a->a);
+}
+
+/* The classic: re-arm itself with delay 0. */
+static void act_rearm_self_now(struct drv *d, struct node *self, uint64_t now,
+                               struct act *a)
+{
+    (void)now;
+    a->kind = A_ARM_IN;
+    a->id = self->id;
+    a->a = 0;
+    a->rc = rota_timer_arm_in(d->w, &self->per.timer, 0);
+}
+
+static void act_arm_periodic(struct drv *d, struct node *self, uint64_t now,
+                             struct act *a)
+{
+    (void)self;
+    a->kind = A_PERIODIC;
+    a->a = gen_deadline(d, now);
+    a->b = gen_period(d);
+    a->policy = (int)rnd(d, 3);
+    a->id = periodic_id(a->id);
+    a->rc = rota_periodic_arm_at(d->w, P(d, a->id), a->a, a->b,
+                                 (enum rota_missed)a->policy);
+}
+
+static void act_touch_later(struct drv *d, struct node *self, uint64_t now,
+                            struct act *a)
+{
+    (void)self;
+    (void)now;
+    a->kind = A_TOUCH;
+    a->id = pick_pending(d);
+    a->a = add_sat(rota_timer_deadline(T(d, a->id)), gen_delta(d));
+    a->rc = rota_timer_touch_at(d->w, T(d, a->id), a->a);
+}
+
+/* Earlier, or anywhere; a pending timer 70% of the time. */
+static void act_touch_other(struct drv *d, struct node *self, uint64_t now,
+                            struct act *a)
+{
+    (void)self;
+    a->kind = A_TOUCH;
+    if (chance(d, 70))
+        a->id = pick_pending(d);
+    a->a = chance(d, 50)
+               ? sub_floor(rota_timer_deadline(T(d, a->id)), gen_delta(d))
+               : gen_deadline(d, now);
+    a->rc = rota_timer_touch_at(d->w, T(d, a->id), a->a);
+}
+
+static void act_cancel(struct drv *d, struct node *self, uint64_t now,
+                       struct act *a)
+{
+    (void)self;
+    (void)now;
+    a->kind = A_CANCEL;
+    if (chance(d, 50))
+        a->id = pick_pending(d);
+    a->rc = rota_timer_cancel(d->w, T(d, a->id));
+}
+
+/* Cancel another timer and free its memory (it may be due later in this
+ * very pass). */
+static void act_cancel_free(struct drv *d, struct node *self, uint64_t now,
+                            struct act *a)
+{
+    (void)now;
+    a->kind = A_CANCEL_FREE;
+    a->id = pick_pending(d);
+    if (a->id == self->id)
+        a->id = (a->id + 1) % (uint32_t)d->cfg.pool;
+    if (a->id == self->id) { /* a pool of one */
+        a->kind = A_COUNT;
+        a->result = rota_wheel_count(d->w);
+        return;
+    }
+    a->rc = rota_timer_cancel(d->w, T(d, a->id));
+    replace_node(d, a->id);
+}
+
+static void act_next_deadline(struct drv *d, struct node *self, uint64_t now,
+                              struct act *a)
+{
+    (void)self;
+    (void)now;
+    a->kind = A_NEXT;
+    a->result = rota_wheel_next_deadline(d->w);
+    a->may_be_early = d->unchecked_touches > 0;
+}
+
+static void act_count(struct drv *d, struct node *self, uint64_t now,
+                      struct act *a)
+{
+    (void)self;
+    (void)now;
+    a->kind = A_COUNT;
+    a->result = rota_wheel_count(d->w);
+}
+
+static void record_act(struct drv *d, const struct act *a)
+{
+    d->acts = grow(d->acts, &d->acts_cap, d->nacts + 1, sizeof *d->acts);
+    d->acts[d->nacts++] = *a;
+    d->actions++;
+}
+
+/* Re-entering the wheel is refused and the wheel stays sound (recorded as
+ * a count); then a walk mid-pass: the rest of the due list, timers armed
+ * by callbacks (deferred), a half-done cascade, the slots. */
+static void act_reenter_and_walk(struct drv *d, struct node *self, uint64_t now,
+                                 struct act *a)
 {
     struct rota_wheel *w = d->w;
-    uint64_t now = rota_wheel_now(w);
+    struct rota_timer *out[2];
+    size_t n = 0;
+    const char *why = NULL;
+    int rc;
+
+    (void)self;
+    a->kind = A_COUNT;
+    a->result = rota_wheel_count(w);
+    if ((rc = rota_wheel_advance(w, now + 1)) != ROTA_EBUSY)
+        fail(d, "advance() in a callback returned %d, not EBUSY", rc);
+    if ((rc = rota_wheel_advance_max(w, now, 1, &n)) != ROTA_EBUSY)
+        fail(d, "advance_max() in a callback returned %d, not EBUSY", rc);
+    if ((rc = rota_wheel_expire(w, now, out, 2, &n)) != ROTA_EBUSY)
+        fail(d, "expire() in a callback returned %d, not EBUSY", rc);
+    if ((rc = rota_wheel_drain(w, NULL, NULL)) != ROTA_EINVAL &&
+        rc != ROTA_EBUSY)
+        fail(d, "drain(NULL fn) in a callback returned %d", rc);
+    if (rota_wheel_check(w, &why) != 0)
+        fail(d, "rota_wheel_check in a callback: %s", why ? why : "?");
+    if (rota_wheel_now(w) != now)
+        fail(d, "a refused call moved the wheel's time");
+    record_act(d, a);
+    struct walk k = {d, 0, 0, false};
+    memset(d->seen, 0, d->cfg.pool);
+    a->kind = A_WALK;
+    a->rc = rota_wheel_foreach(w, on_visit, &k);
+    a->result = k.sum;
+    a->a = k.visits;
+    if (k.bad)
+        fail(d, "rota_wheel_foreach() in a callback visited a timer "
+                "that is not pending");
+}
+
+/* The callbacks' actions and their weights (out of their sum). */
+static const struct act_row {
+    unsigned weight;
+    void (*run)(struct drv *d, struct node *self, uint64_t now, struct act *a);
+} act_table[] = {
+    {2, act_arm},              /* arm_at, any deadline */
+    {1, act_arm_in},           /* arm_in, 0 half the time */
+    {1, act_rearm_self_now},   /* itself, delay 0 */
+    {1, act_arm_periodic},     /* every policy */
+    {2, act_touch_later},      /* a pending timer */
+    {1, act_touch_other},      /* earlier, or anywhere */
+    {2, act_cancel},           /* pending half the time */
+    {1, act_cancel_free},      /* another timer, freed */
+    {1, act_next_deadline},    /* may be early after touch_unchecked */
+    {1, act_count},            /* rota_wheel_count() */
+    {2, act_reenter_and_walk}, /* EBUSY, then foreach mid-pass */
+};
+
+static void cb_action(struct drv *d, struct node *self)
+{
+    uint64_t now = rota_wheel_now(d->w);
     uint32_t target = chance(d, 25) ? self->id : (uint32_t)rnd(d, d->cfg.pool);
     struct act a = {0};
+    unsigned total = 0;
+    size_t i = 0;
 
+    for (size_t k = 0; k < sizeof act_table / sizeof act_table[0]; k++)
+        total += act_table[k].weight;
     a.id = target;
-    switch (rnd(d, 15)) {
-    case 0:
-    case 1:
-        a.kind = A_ARM;
-        a.a = gen_deadline(d, now);
-        a.rc = rota_timer_arm_at(w, T(d, target), a.a);
-        break;
-    case 2:
-        a.kind = A_ARM_IN;
-        a.a = chance(d, 50) ? 0 : gen_delta(d);
-        a.rc = rota_timer_arm_in(w, T(d, target), a.a);
-        break;
-    case 3: /* the classic: re-arm itself with delay 0 */
-        a.kind = A_ARM_IN;
-        a.id = self->id;
-        a.a = 0;
-        a.rc = rota_timer_arm_in(w, &self->per.timer, 0);
-        break;
-    case 4:
-        a.kind = A_PERIODIC;
-        a.a = gen_deadline(d, now);
-        a.b = gen_period(d);
-        a.policy = (int)rnd(d, 3);
-        a.id = target = periodic_id(target);
-        a.rc = rota_periodic_arm_at(w, P(d, target), a.a, a.b,
-                                    (enum rota_missed)a.policy);
-        break;
-    case 5:
-    case 6: /* later */
-        a.kind = A_TOUCH;
-        a.id = pick_pending(d);
-        a.a = add_sat(rota_timer_deadline(T(d, a.id)), gen_delta(d));
-        a.rc = rota_timer_touch_at(w, T(d, a.id), a.a);
-        break;
-    case 7: /* earlier, or anywhere */
-        a.kind = A_TOUCH;
-        a.id = chance(d, 70) ? pick_pending(d) : target;
-        a.a = chance(d, 50)
-                  ? sub_floor(rota_timer_deadline(T(d, a.id)), gen_delta(d))
-                  : gen_deadline(d, now);
-        a.rc = rota_timer_touch_at(w, T(d, a.id), a.a);
-        break;
-    case 8:
-    case 9:
-        a.kind = A_CANCEL;
-        if (chance(d, 50))
-            a.id = pick_pending(d);
-        a.rc = rota_timer_cancel(w, T(d, a.id));
-        break;
-    case 10:
-        /* Cancel another timer and free its memory (it may be due later
-         * in this very pass). */
-        a.kind = A_CANCEL_FREE;
-        a.id = pick_pending(d);
-        if (a.id == self->id)
-            a.id = (a.id + 1) % (uint32_t)d->cfg.pool;
-        if (a.id == self->id) { /* a pool of one */
-            a.kind = A_COUNT;
-            a.result = rota_wheel_count(w);
-            break;
-        }
-        a.rc = rota_timer_cancel(w, T(d, a.id));
-        replace_node(d, a.id);
-        break;
-    case 11:
-        a.kind = A_NEXT;
-        a.result = rota_wheel_next_deadline(w);
-        a.may_be_early = d->unchecked_touches > 0;
-        break;
-    case 12:
-        a.kind = A_COUNT;
-        a.result = rota_wheel_count(w);
-        break;
-    default: { /* re-entering the wheel is refused; the wheel stays sound */
-        struct rota_timer *out[2];
-        size_t n = 0;
-        const char *why = NULL;
-        int rc;
-        a.kind = A_COUNT;
-        a.result = rota_wheel_count(w);
-        if ((rc = rota_wheel_advance(w, now + 1)) != ROTA_EBUSY)
-            fail(d, "advance() in a callback returned %d, not EBUSY", rc);
-        if ((rc = rota_wheel_advance_max(w, now, 1, &n)) != ROTA_EBUSY)
-            fail(d, "advance_max() in a callback returned %d, not EBUSY", rc);
-        if ((rc = rota_wheel_expire(w, now, out, 2, &n)) != ROTA_EBUSY)
-            fail(d, "expire() in a callback returned %d, not EBUSY", rc);
-        if ((rc = rota_wheel_drain(w, NULL, NULL)) != ROTA_EINVAL &&
-            rc != ROTA_EBUSY)
-            fail(d, "drain(NULL fn) in a callback returned %d", rc);
-        if (rota_wheel_check(w, &why) != 0)
-            fail(d, "rota_wheel_check in a callback: %s", why ? why : "?");
-        if (rota_wheel_now(w) != now)
-            fail(d, "a refused call moved the wheel's time");
-        /* A walk mid-pass: the rest of the due list, timers armed by
-         * callbacks (deferred), a half-done cascade, the slots. */
-        d->acts = grow(d->acts, &d->acts_cap, d->nacts + 1, sizeof *d->acts);
-        d->acts[d->nacts++] = a;
-        d->actions++;
-        struct walk k = {d, 0, 0, false};
-        memset(d->seen, 0, d->cfg.pool);
-        a.kind = A_WALK;
-        a.rc = rota_wheel_foreach(w, on_visit, &k);
-        a.result = k.sum;
-        a.a = k.visits;
-        if (k.bad)
-            fail(d, "rota_wheel_foreach() in a callback visited a timer "
-                    "that is not pending");
-        break;
-    }
-    }
-    d->acts = grow(d->acts, &d->acts_cap, d->nacts + 1, sizeof *d->acts);
-    d->acts[d->nacts++] = a;
-    d->actions++;
+    for (uint64_t pick = rnd(d, total); pick >= act_table[i].weight; i++)
+        pick -= act_table[i].weight;
+    act_table[i].run(d, self, now, &a);
+    record_act(d, &a);
     if (tracing(d)) {
         /* In enum act_kind order. */
         static const char *const names[] = {
@@ -1234,217 +1315,386 @@ static void expect_rc(struct drv *d, int got, int exp)
              exp);
 }
 
-int drv_step(struct drv *d)
+/* Names the operation in progress (for messages) and traces it. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void
+op_name(struct drv *d, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(d->op, sizeof d->op, fmt, ap);
+    va_end(ap);
+    trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
+}
+
+/* Time has run out: start again from the beginning, so runs that start
+ * near the top keep exercising the high bits. */
+static void op_restart(struct drv *d, uint64_t now)
+{
+    (void)now;
+    do_drain(d);
+    op_name(d, "rota_wheel_init(%" PRIu64 ")", d->cfg.start);
+    /* rota_wheel_init() zeroes the counters too: so does a new model. */
+    expect_rc(d, rota_wheel_init(d->w, d->cfg.start), 0);
+    model_destroy(&d->m);
+    if (model_init(&d->m, d->cfg.pool, d->cfg.start) != 0)
+        abort();
+    /* Fresh timers too: a periodic one keeps its period otherwise. */
+    for (uint32_t k = 0; k < d->cfg.pool; k++) {
+        replace_node(d, k);
+        if (k % 2 == 0)
+            model_make_periodic(&d->m, k);
+    }
+    d->restarts++;
+}
+
+/* arm_at, or (15%) arm_range_at with a window from the deadline, 5% of
+ * those upside down (ROTA_EINVAL). */
+static void op_arm(struct drv *d, uint64_t now)
+{
+    uint32_t id = (uint32_t)rnd(d, d->cfg.pool);
+    uint64_t x = gen_deadline(d, now);
+
+    if (chance(d, 15)) {
+        uint64_t p = chance(d, 5) ? sub_floor(x, 1 + rnd(d, 3))
+                                  : add_sat(x, gen_delta(d));
+        op_name(d, "arm_range(t%u, %" PRIu64 ", %" PRIu64 ")", id, x, p);
+        expect_rc(d, rota_timer_arm_range_at(d->w, T(d, id), x, p),
+                  model_arm_range(&d->m, id, x, p));
+    } else {
+        op_name(d, "arm(t%u, %" PRIu64 ")", id, x);
+        expect_rc(d, rota_timer_arm_at(d->w, T(d, id), x),
+                  model_arm(&d->m, id, x));
+    }
+    check_timer(d, id);
+}
+
+/* arm_in, 5% with a delay that saturates. */
+static void op_arm_in(struct drv *d, uint64_t now)
+{
+    uint32_t id = (uint32_t)rnd(d, d->cfg.pool);
+    uint64_t x = chance(d, 5) ? UINT64_MAX - rnd(d, 3) : gen_delta(d);
+
+    (void)now;
+    op_name(d, "arm_in(t%u, %" PRIu64 ")", id, x);
+    expect_rc(d, rota_timer_arm_in(d->w, T(d, id), x),
+              model_arm_in(&d->m, id, x));
+    check_timer(d, id);
+}
+
+/* arm_at on a pending timer. */
+static void op_rearm(struct drv *d, uint64_t now)
+{
+    uint32_t id = pick_pending(d);
+    uint64_t x = gen_deadline(d, now);
+
+    op_name(d, "re-arm(t%u, %" PRIu64 ")", id, x);
+    expect_rc(d, rota_timer_arm_at(d->w, T(d, id), x), model_arm(&d->m, id, x));
+    check_timer(d, id);
+}
+
+/* How a touch is made: touch_at_unchecked() when its preconditions hold,
+ * else as TOUCH_SOME; touch_at() (80%) or touch_range_at(); touch_at(). */
+enum touch_how { TOUCH_UNCHECKED, TOUCH_SOME, TOUCH_PLAIN };
+
+static void touch(struct drv *d, uint64_t now, uint32_t id, uint64_t x,
+                  enum touch_how how)
+{
+    const struct model_timer *mt = &d->m.t[id];
+
+    if (how == TOUCH_UNCHECKED && mt->pending && x >= mt->deadline &&
+        x >= now && x <= ROTA_MAX_DEADLINE) {
+        /* The one-store touch.  It is not counted in stats.touched, and may
+         * leave next_deadline() early (next_deadline_checked() allows
+         * that). */
+        op_name(d, "touch_unchecked(t%u, %" PRIu64 ")", id, x);
+        uint64_t touched = d->m.stats.touched;
+        rota_timer_touch_at_unchecked(d->w, T(d, id), x);
+        d->unchecked_touches++;
+        expect_rc(d, 0, model_touch(&d->m, id, x));
+        d->m.stats.touched = touched;
+    } else if (how == TOUCH_PLAIN || chance(d, 80)) {
+        op_name(d, "touch(t%u, %" PRIu64 ")", id, x);
+        expect_rc(d, rota_timer_touch_at(d->w, T(d, id), x),
+                  model_touch(&d->m, id, x));
+    } else { /* with slack around x: often holds the deadline already */
+        uint64_t lo = sub_floor(x, rnd(d, 2) ? 0 : gen_delta(d));
+        uint64_t hi = add_sat(x, rnd(d, 3) ? gen_delta(d) : 0);
+        op_name(d, "touch_range(t%u, %" PRIu64 ", %" PRIu64 ")", id, lo, hi);
+        expect_rc(d, rota_timer_touch_range_at(d->w, T(d, id), lo, hi),
+                  model_touch_range(&d->m, id, lo, hi));
+    }
+    check_timer(d, id);
+}
+
+static uint64_t later(struct drv *d, uint32_t id)
+{
+    return add_sat(rota_timer_deadline(T(d, id)), gen_delta(d));
+}
+
+static void op_touch_later_unchecked(struct drv *d, uint64_t now)
+{
+    uint32_t id = pick_pending(d);
+    touch(d, now, id, later(d, id), TOUCH_UNCHECKED);
+}
+
+static void op_touch_later(struct drv *d, uint64_t now)
+{
+    uint32_t id = pick_pending(d);
+    touch(d, now, id, later(d, id), TOUCH_SOME);
+}
+
+static void op_touch_earlier(struct drv *d, uint64_t now)
+{
+    uint32_t id = pick_pending(d);
+    uint64_t x = sub_floor(rota_timer_deadline(T(d, id)), 1 + gen_delta(d));
+    touch(d, now, id, x, TOUCH_SOME);
+}
+
+/* Any timer, maybe not pending (ROTA_ENOENT), to any deadline. */
+static void op_touch_any(struct drv *d, uint64_t now)
+{
+    uint32_t id = (uint32_t)rnd(d, d->cfg.pool);
+    uint64_t x = gen_deadline(d, now);
+    touch(d, now, id, x, TOUCH_PLAIN);
+}
+
+static void cancel(struct drv *d, uint32_t id)
+{
+    op_name(d, "cancel(t%u)", id);
+    expect_rc(d, rota_timer_cancel(d->w, T(d, id)), model_cancel(&d->m, id));
+    check_timer(d, id);
+}
+
+static void op_cancel_pending(struct drv *d, uint64_t now)
+{
+    (void)now;
+    cancel(d, pick_pending(d));
+}
+
+static void op_cancel_any(struct drv *d, uint64_t now)
+{
+    (void)now;
+    cancel(d, (uint32_t)rnd(d, d->cfg.pool));
+}
+
+/* A periodic timer under each missed-tick policy. */
+static void op_arm_periodic(struct drv *d, uint64_t now)
+{
+    uint32_t id = periodic_id((uint32_t)rnd(d, d->cfg.pool));
+    uint64_t x = gen_deadline(d, now);
+    uint64_t p = gen_period(d);
+    int policy = (int)rnd(d, 3);
+
+    op_name(d, "arm_periodic(t%u, %" PRIu64 ", %" PRIu64 ", %d)", id, x, p,
+            policy);
+    expect_rc(
+        d, rota_periodic_arm_at(d->w, P(d, id), x, p, (enum rota_missed)policy),
+        model_arm_periodic(&d->m, id, x, p, policy));
+    check_timer(d, id);
+}
+
+/* Calls that must fail with ROTA_EINVAL and change nothing. */
+static void op_invalid(struct drv *d, uint64_t now)
 {
     struct rota_wheel *w = d->w;
-    uint64_t now = rota_wheel_now(w);
-    uint32_t id;
-    uint64_t x, p;
-    int policy;
+    uint32_t id = periodic_id(pick_pending(d));
+    uint64_t p = chance(d, 50) ? 0 : 1 + rnd(d, 100);
+    int policy = p == 0 ? (int)rnd(d, 3) : 3 + (int)rnd(d, 300);
+    int ms = -1;
+
+    if (chance(d, 10))
+        policy = -1;
+    op_name(d,
+            "arm_periodic(t%u, %" PRIu64 ", period %" PRIu64
+            ", policy %d) + other invalid calls",
+            id, now, p, policy);
+    expect_rc(
+        d, rota_periodic_arm_at(w, P(d, id), now, p, (enum rota_missed)policy),
+        model_arm_periodic(&d->m, id, now, p, policy));
+    expect_rc(d, rota_wheel_expire(w, add_sat(now, 5), NULL, 1, NULL),
+              ROTA_EINVAL);
+    expect_rc(d, rota_wheel_timeout_ms(w, now, 0, &ms), ROTA_EINVAL);
+    if (ms != 0)
+        fail(d, "timeout_ms() with tick 0 stored %d, not 0", ms);
+    expect_rc(d, rota_wheel_timeout_ms(w, now, 1, NULL), ROTA_EINVAL);
+    expect_rc(d, rota_timer_arm_at(NULL, T(d, id), now), ROTA_EINVAL);
+    expect_rc(d, rota_wheel_advance(NULL, now), ROTA_EINVAL);
+    check_timer(d, id);
+}
+
+static void op_advance(struct drv *d, uint64_t now)
+{
+    (void)now;
+    do_call(d, C_ADVANCE, gen_now(d), 0);
+}
+
+/* With a budget of 0 to 4 fires. */
+static void op_advance_max(struct drv *d, uint64_t now)
+{
+    size_t max = (size_t)rnd(d, 5);
+    (void)now;
+    do_call(d, C_ADVANCE_MAX, gen_now(d), max);
+}
+
+/* With a cap of 1 to 5, or 0 (10%). */
+static void op_expire(struct drv *d, uint64_t now)
+{
+    size_t cap = chance(d, 10) ? 0 : 1 + (size_t)rnd(d, 5);
+    (void)now;
+    do_call(d, C_EXPIRE, gen_now(d), cap);
+}
+
+static void op_next_deadline(struct drv *d, uint64_t now)
+{
+    (void)now;
+    op_name(d, "next_deadline()");
+    next_deadline_checked(d);
+}
+
+static void op_state(struct drv *d, uint64_t now)
+{
+    (void)now;
+    op_name(d, "count() and every timer's state");
+    check_state(d, true, true);
+}
+
+/* At now, at the next deadline, just before it, or in the past; with
+ * ticks that round every way. */
+static void op_timeout_ms(struct drv *d, uint64_t now)
+{
+    static const uint64_t ticks[] = {1,       1000,       999999,    1000000,
+                                     1000001, 1000000000, UINT64_MAX};
+    uint64_t tick = rnd(d, 4) == 0
+                        ? 1 + rnd(d, 0)
+                        : ticks[rnd(d, sizeof ticks / sizeof ticks[0])];
+    uint64_t next = model_next_deadline(&d->m);
+    uint64_t at;
+
+    switch (rnd(d, 4)) {
+    case 0:
+        at = now;
+        break;
+    case 1:
+        at = next == ROTA_NEVER ? now : next;
+        break;
+    case 2:
+        at = next == ROTA_NEVER ? now : sub_floor(next, 1 + rnd(d, 3));
+        break;
+    default:
+        at = sub_floor(now, rnd(d, 1000));
+        break;
+    }
+    op_name(d, "timeout_ms(%" PRIu64 ", tick %" PRIu64 ")", at, tick);
+    bool may_be_early = d->unchecked_touches > 0;
+    int got = 12345, exp = 54321;
+    expect_rc(d, rota_wheel_timeout_ms(d->w, at, tick, &got),
+              model_timeout_ms(&d->m, at, tick, &exp));
+    if (got != exp && !(may_be_early && got >= 0 && (exp < 0 || got <= exp)))
+        fail(d, "timeout %d ms, model says %d", got, exp);
+}
+
+static void op_drain(struct drv *d, uint64_t now)
+{
+    (void)now;
+    do_drain(d);
+}
+
+/* Preconditions of the table's conditional rows. */
+static bool at_the_top(struct drv *d, uint64_t now)
+{
+    (void)d;
+    return now == ROTA_MAX_DEADLINE;
+}
+
+/* Below half full, most calls become arms (90%): a large pending
+ * population fills every level.  (Draws only when below half full.) */
+static bool filling(struct drv *d, uint64_t now)
+{
+    (void)now;
+    return d->m.pending * 2 < d->cfg.pool && chance(d, 90);
+}
+
+/*
+ * The operations.  drv_step() draws op in [0, 1000) and runs the first row
+ * whose band [lo, hi) holds op and whose precondition (when it has one)
+ * holds: a band's width is its weight in thousandths, and the rows without
+ * a precondition cover [0, 1000) exactly once (drv_new() checks).  A
+ * conditional row overrides the rows after it, so it comes first.
+ */
+struct op_row {
+    const char *what;
+    unsigned lo, hi;
+    bool (*when)(struct drv *d, uint64_t now); /* NULL: always */
+    void (*run)(struct drv *d, uint64_t now);
+};
+
+static const struct op_row op_table[] = {
+    {"restart at the top of time", 0, 20, at_the_top, op_restart},
+    {"arm, arm_range", 0, 140, NULL, op_arm},
+    {"arm while below half full", 565, 1000, filling, op_arm},
+    {"arm_in", 140, 220, NULL, op_arm_in},
+    {"re-arm a pending timer", 220, 280, NULL, op_rearm},
+    {"touch later, unchecked", 280, 320, NULL, op_touch_later_unchecked},
+    {"touch later", 320, 360, NULL, op_touch_later},
+    {"touch earlier", 360, 400, NULL, op_touch_earlier},
+    {"touch any timer", 400, 420, NULL, op_touch_any},
+    {"cancel a pending timer", 420, 480, NULL, op_cancel_pending},
+    {"cancel any timer", 480, 510, NULL, op_cancel_any},
+    {"arm_periodic", 510, 560, NULL, op_arm_periodic},
+    {"calls that must fail", 560, 565, NULL, op_invalid},
+    {"advance", 565, 740, NULL, op_advance},
+    {"advance_max", 740, 800, NULL, op_advance_max},
+    {"expire", 800, 860, NULL, op_expire},
+    {"next_deadline", 860, 910, NULL, op_next_deadline},
+    {"count and every timer's state", 910, 930, NULL, op_state},
+    {"timeout_ms", 930, 975, NULL, op_timeout_ms},
+    {"drain", 975, 977, NULL, op_drain},
+    {"advance", 977, 1000, NULL, op_advance},
+};
+
+#define OP_RANGE 1000u
+#define OP_ROWS (sizeof op_table / sizeof op_table[0])
+
+/* The unconditional rows cover [0, OP_RANGE) exactly once: every draw has
+ * an operation, and no row is shadowed. */
+static bool op_table_sound(void)
+{
+    for (unsigned op = 0; op < OP_RANGE; op++) {
+        unsigned hits = 0;
+        for (size_t i = 0; i < OP_ROWS; i++)
+            hits += op_table[i].when == NULL && op >= op_table[i].lo &&
+                    op < op_table[i].hi;
+        if (hits != 1) {
+            fprintf(stderr, "driver: op %u is in %u unconditional rows\n", op,
+                    hits);
+            return false;
+        }
+    }
+    return true;
+}
+
+int drv_step(struct drv *d)
+{
+    uint64_t now = rota_wheel_now(d->w);
     unsigned op;
 
     if (d->failed)
         return -1;
     if (d->src.done != NULL && d->src.done(d->src.ctx))
         return 1;
-    op = (unsigned)rnd(d, 1000);
+    op = (unsigned)rnd(d, OP_RANGE);
     d->op[0] = '\0';
     d->pending_sum += d->m.pending;
-    if (now == ROTA_MAX_DEADLINE && op < 20) {
-        /* Time has run out: start again from the beginning, so runs that
-         * start near the top keep exercising the high bits. */
-        do_drain(d);
-        snprintf(d->op, sizeof d->op, "rota_wheel_init(%" PRIu64 ")",
-                 d->cfg.start);
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d, rota_wheel_init(w, d->cfg.start), 0);
-        struct model_stats stats = d->m.stats;
-        model_destroy(&d->m);
-        if (model_init(&d->m, d->cfg.pool, d->cfg.start) != 0)
-            abort();
-        /* Fresh timers too: a periodic one keeps its period otherwise. */
-        for (uint32_t k = 0; k < d->cfg.pool; k++) {
-            replace_node(d, k);
-            if (k % 2 == 0)
-                model_make_periodic(&d->m, k);
-        }
-        (void)stats; /* rota_wheel_init() zeroes the counters too */
-        d->restarts++;
-    } else if (op < 140 ||
-               (d->m.pending * 2 < d->cfg.pool && op >= 565 && chance(d, 90))) {
-        /* (below half full, most calls become arms: a large pending
-         * population fills every level) */
-        id = (uint32_t)rnd(d, d->cfg.pool);
-        x = gen_deadline(d, now);
-        if (chance(d, 15)) { /* with slack: a window from x */
-            p = chance(d, 5) ? sub_floor(x, 1 + rnd(d, 3)) /* EINVAL */
-                             : add_sat(x, gen_delta(d));
-            snprintf(d->op, sizeof d->op,
-                     "arm_range(t%u, %" PRIu64 ", %" PRIu64 ")", id, x, p);
-            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-            expect_rc(d, rota_timer_arm_range_at(w, T(d, id), x, p),
-                      model_arm_range(&d->m, id, x, p));
-        } else {
-            snprintf(d->op, sizeof d->op, "arm(t%u, %" PRIu64 ")", id, x);
-            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-            expect_rc(d, rota_timer_arm_at(w, T(d, id), x),
-                      model_arm(&d->m, id, x));
-        }
-        check_timer(d, id);
-    } else if (op < 220) {
-        id = (uint32_t)rnd(d, d->cfg.pool);
-        x = chance(d, 5) ? UINT64_MAX - rnd(d, 3) : gen_delta(d);
-        snprintf(d->op, sizeof d->op, "arm_in(t%u, %" PRIu64 ")", id, x);
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d, rota_timer_arm_in(w, T(d, id), x),
-                  model_arm_in(&d->m, id, x));
-        check_timer(d, id);
-    } else if (op < 280) {
-        id = pick_pending(d);
-        x = gen_deadline(d, now);
-        snprintf(d->op, sizeof d->op, "re-arm(t%u, %" PRIu64 ")", id, x);
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d, rota_timer_arm_at(w, T(d, id), x),
-                  model_arm(&d->m, id, x));
-        check_timer(d, id);
-    } else if (op < 420) {
-        if (op < 360) { /* later */
-            id = pick_pending(d);
-            x = add_sat(rota_timer_deadline(T(d, id)), gen_delta(d));
-        } else if (op < 400) { /* earlier */
-            id = pick_pending(d);
-            x = sub_floor(rota_timer_deadline(T(d, id)), 1 + gen_delta(d));
-        } else { /* anything, maybe not pending */
-            id = (uint32_t)rnd(d, d->cfg.pool);
-            x = gen_deadline(d, now);
-        }
-        const struct model_timer *mt = &d->m.t[id];
-        if (op < 320 && mt->pending && x >= mt->deadline && x >= now &&
-            x <= ROTA_MAX_DEADLINE) {
-            /* Its preconditions hold: the one-store touch.  It is not
-             * counted in stats.touched, and may leave next_deadline()
-             * early (next_deadline_checked() allows that). */
-            snprintf(d->op, sizeof d->op, "touch_unchecked(t%u, %" PRIu64 ")",
-                     id, x);
-            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-            uint64_t touched = d->m.stats.touched;
-            rota_timer_touch_at_unchecked(w, T(d, id), x);
-            d->unchecked_touches++;
-            expect_rc(d, 0, model_touch(&d->m, id, x));
-            d->m.stats.touched = touched;
-        } else if (op >= 400 || chance(d, 80)) {
-            snprintf(d->op, sizeof d->op, "touch(t%u, %" PRIu64 ")", id, x);
-            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-            expect_rc(d, rota_timer_touch_at(w, T(d, id), x),
-                      model_touch(&d->m, id, x));
-        } else { /* with slack around x: often holds the deadline already */
-            uint64_t lo = sub_floor(x, rnd(d, 2) ? 0 : gen_delta(d));
-            p = add_sat(x, rnd(d, 3) ? gen_delta(d) : 0);
-            snprintf(d->op, sizeof d->op,
-                     "touch_range(t%u, %" PRIu64 ", %" PRIu64 ")", id, lo, p);
-            trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-            expect_rc(d, rota_timer_touch_range_at(w, T(d, id), lo, p),
-                      model_touch_range(&d->m, id, lo, p));
-        }
-        check_timer(d, id);
-    } else if (op < 510) {
-        id = op < 480 ? pick_pending(d) : (uint32_t)rnd(d, d->cfg.pool);
-        snprintf(d->op, sizeof d->op, "cancel(t%u)", id);
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(d, rota_timer_cancel(w, T(d, id)), model_cancel(&d->m, id));
-        check_timer(d, id);
-    } else if (op < 560) {
-        id = periodic_id((uint32_t)rnd(d, d->cfg.pool));
-        x = gen_deadline(d, now);
-        p = gen_period(d);
-        policy = (int)rnd(d, 3);
-        snprintf(d->op, sizeof d->op,
-                 "arm_periodic(t%u, %" PRIu64 ", %" PRIu64 ", %d)", id, x, p,
-                 policy);
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(
-            d,
-            rota_periodic_arm_at(w, P(d, id), x, p, (enum rota_missed)policy),
-            model_arm_periodic(&d->m, id, x, p, policy));
-        check_timer(d, id);
-    } else if (op < 565) {
-        /* Calls that must fail with ROTA_EINVAL and change nothing. */
-        struct rota_timer *out[1];
-        id = periodic_id(pick_pending(d));
-        p = chance(d, 50) ? 0 : 1 + rnd(d, 100);
-        policy = p == 0 ? (int)rnd(d, 3) : 3 + (int)rnd(d, 300);
-        if (chance(d, 10))
-            policy = -1;
-        snprintf(d->op, sizeof d->op,
-                 "arm_periodic(t%u, %" PRIu64 ", period %" PRIu64
-                 ", policy %d) + other invalid calls",
-                 id, now, p, policy);
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        expect_rc(
-            d,
-            rota_periodic_arm_at(w, P(d, id), now, p, (enum rota_missed)policy),
-            model_arm_periodic(&d->m, id, now, p, policy));
-        expect_rc(d, rota_wheel_expire(w, add_sat(now, 5), NULL, 1, NULL),
-                  ROTA_EINVAL);
-        int ms = -1;
-        expect_rc(d, rota_wheel_timeout_ms(w, now, 0, &ms), ROTA_EINVAL);
-        if (ms != 0)
-            fail(d, "timeout_ms() with tick 0 stored %d, not 0", ms);
-        expect_rc(d, rota_wheel_timeout_ms(w, now, 1, NULL), ROTA_EINVAL);
-        expect_rc(d, rota_timer_arm_at(NULL, T(d, id), now), ROTA_EINVAL);
-        expect_rc(d, rota_wheel_advance(NULL, now), ROTA_EINVAL);
-        (void)out;
-        check_timer(d, id);
-    } else if (op < 740 || op >= 977) {
-        do_call(d, C_ADVANCE, gen_now(d), 0);
-    } else if (op < 800) {
-        size_t max = (size_t)rnd(d, 5);
-        do_call(d, C_ADVANCE_MAX, gen_now(d), max);
-    } else if (op < 860) {
-        size_t cap = chance(d, 10) ? 0 : 1 + (size_t)rnd(d, 5);
-        do_call(d, C_EXPIRE, gen_now(d), cap);
-    } else if (op < 910) {
-        snprintf(d->op, sizeof d->op, "next_deadline()");
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        next_deadline_checked(d);
-    } else if (op < 930) {
-        snprintf(d->op, sizeof d->op, "count() and every timer's state");
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        check_state(d, true, true);
-    } else if (op < 975) {
-        static const uint64_t ticks[] = {
-            1, 1000, 999999, 1000000, 1000001, 1000000000, UINT64_MAX};
-        uint64_t tick = rnd(d, 4) == 0
-                            ? 1 + rnd(d, 0)
-                            : ticks[rnd(d, sizeof ticks / sizeof ticks[0])];
-        uint64_t next = model_next_deadline(&d->m);
-        uint64_t at;
-        switch (rnd(d, 4)) {
-        case 0:
-            at = now;
-            break;
-        case 1:
-            at = next == ROTA_NEVER ? now : next;
-            break;
-        case 2:
-            at = next == ROTA_NEVER ? now : sub_floor(next, 1 + rnd(d, 3));
-            break;
-        default:
-            at = sub_floor(now, rnd(d, 1000));
+    for (size_t i = 0; i < OP_ROWS; i++) {
+        const struct op_row *r = &op_table[i];
+        if (op >= r->lo && op < r->hi && (r->when == NULL || r->when(d, now))) {
+            r->run(d, now);
             break;
         }
-        snprintf(d->op, sizeof d->op,
-                 "timeout_ms(%" PRIu64 ", tick %" PRIu64 ")", at, tick);
-        trace(d, "op %" PRIu64 ": %s\n", d->ops, d->op);
-        bool may_be_early = d->unchecked_touches > 0;
-        int got = 12345, exp = 54321;
-        expect_rc(d, rota_wheel_timeout_ms(w, at, tick, &got),
-                  model_timeout_ms(&d->m, at, tick, &exp));
-        if (got != exp &&
-            !(may_be_early && got >= 0 && (exp < 0 || got <= exp)))
-            fail(d, "timeout %d ms, model says %d", got, exp);
-    } else {
-        do_drain(d);
     }
     check_state(d, d->cfg.full_every <= 1 || d->ops % d->cfg.full_every == 0,
                 d->cfg.check_every <= 1 || d->ops % d->cfg.check_every == 0);
@@ -1461,7 +1711,11 @@ int drv_step(struct drv *d)
 
 struct drv *drv_new(const struct drv_config *cfg, struct drv_src src)
 {
-    struct drv *d = calloc(1, sizeof *d);
+    struct drv *d;
+
+    if (!op_table_sound())
+        abort();
+    d = calloc(1, sizeof *d);
     if (d == NULL)
         return NULL;
     d->cfg = *cfg;
