@@ -4,9 +4,10 @@
 # CMakeLists.txt, never here.
 #
 #   make / make build   Release build in build/ (-Werror when $CI is set)
-#   make test           every test stage (see cmake/test-stages.sh):
+#   make test           the eight test stages (cmake/test-stages.sh):
 #                       build/, build-asan/, valgrind, build-fuzz/,
-#                       build-tsan/, build-i386/ (gcc -m32), build-clang/
+#                       build-tsan/, build-i386/ (gcc -m32), build-clang/,
+#                       build-debug/
 #   make bench          Release build in build-release/, runs rota_bench
 #                       with $(BENCH_ARGS) (W1-W5, MEM, FLOOR), then
 #                       bench_keyed (W6) and rota_bench_service (S1-S3);

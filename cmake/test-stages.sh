@@ -10,8 +10,8 @@
 #                          memcheck: tests labelled "valgrind", with
 #                          ROTA_TEST_SCALE=small in the environment
 #   fuzz      build-fuzz/  clang, ROTA_BUILD_FUZZ=ON + ASan+UBSan, tests
-#                          labelled "fuzz" (only when fuzz/CMakeLists.txt
-#                          exists and clang can link libFuzzer)
+#                          labelled "fuzz" (only when clang can link
+#                          libFuzzer)
 #   tsan      build-tsan/  -O1 -g, ThreadSanitizer (clang if it can, else
 #                          gcc), tests labelled "threads"
 #   i386      build-i386/  gcc -m32 (gcc-multilib), RelWithDebInfo, every
@@ -48,6 +48,7 @@
 #   ROTA_STAGES="default asan"  run only these stages
 #   ROTA_WERROR=OFF             build without -Werror (default ON)
 #   CTEST_JOBS=2, BUILD_JOBS=$(nproc), CMAKE=cmake, CTEST=ctest
+#   ROTA_TEST_TIMEOUT=600       seconds, for tests without a TIMEOUT
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -215,10 +216,7 @@ fi
 if want fuzz; then
     banner "fuzz (build-fuzz/, clang, libFuzzer + ASan+UBSan)"
     start=$(now)
-    if [[ ! -f fuzz/CMakeLists.txt ]]; then
-        echo "fuzz/CMakeLists.txt does not exist yet: stage skipped"
-        record fuzz 0 0 0 0 "no fuzz/CMakeLists.txt"
-    elif ! can_link clang -DFUZZ -fsanitize=fuzzer,address,undefined; then
+    if ! can_link clang -DFUZZ -fsanitize=fuzzer,address,undefined; then
         echo "clang cannot link libFuzzer here (install clang and libclang-rt-14-dev): stage skipped"
         record fuzz 0 0 0 0 "no clang/libFuzzer"
     # -O1 -g without NDEBUG: fast enough to fuzz, and assert()s stay armed.
