@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_wheel.c - libFuzzer target: the fuzzer's bytes are the operation
- * stream of the differential test (tests/model/driver.c), run on a real
+ * stream of the differential test (tests/core/model/driver.c), run on a real
  * wheel and on the reference model in lockstep.  Any disagreement, any
  * rota_wheel_check() failure, and any memory error (ASan) aborts.
  *

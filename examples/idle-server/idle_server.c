@@ -27,7 +27,7 @@
  *   Either is re-armed only after it fires or when a new connection's timer
  *   is the earliest.  (--loop uring runs the same server on an io_uring per
  *   worker instead, with one ring timeout per wheel: idle_uring.c.)  Touches never re-arm anything and never even ask the
- *   wheel for its next deadline (tests/test_idle_server_syscalls.sh proves
+ *   wheel for its next deadline (test_idle_server_syscalls.sh proves
  *   the first with strace).
  *
  * RUNNING OUT OF DESCRIPTORS
@@ -38,7 +38,7 @@
  *   fails the listener is taken out of the epoll set until one of the
  *   worker's connections closes, or for 100 ms at most (a rota timer puts
  *   it back), so a level-triggered listener cannot spin the loop
- *   (tests/test_idle_server_fd_starved.sh measures its CPU time).
+ *   (test_idle_server_fd_starved.sh measures its CPU time).
  *   Refusals are counted and logged once a second; the open connections are
  *   served as before.
  *

@@ -81,7 +81,7 @@
  *   worst seen inserting 1e7 keys: about 40 ms, the allocator freeing the
  *   old table; see src/keyed/keyed.c).
  *
- *   Measured on x86-64 (tests/test_keyed.c checks the slot size; see
+ *   Measured on x86-64 (tests/keyed/test_keyed.c checks the slot size; see
  *   examples/ttl-cache/README.md for the RSS figure):
  *     slot                   56 bytes (32 of them the struct rota_timer),
  *                            keys of up to 8 bytes included; 75 to 149

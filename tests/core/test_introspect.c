@@ -11,7 +11,7 @@
  * after random operations; early stop; a visitor that cancels (and frees)
  * the timer it visits; the calls a visitor is refused.  The randomized
  * comparison proves it can fail: foreach_random_catches_planted_miss hides
- * one visit and must be caught.  tests/test_diff.c checks both functions
+ * one visit and must be caught.  test_diff.c checks both functions
  * against the reference model as well.
  */
 #include <rota.h>

@@ -13,7 +13,7 @@ set -uo pipefail
 
 python=${1:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
-script=$here/../bench/results-md.py
+script=$here/../../bench/results-md.py
 fixtures=$here/bench-results
 ok=1
 

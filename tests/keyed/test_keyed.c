@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/keyed/keyed_hash.h"
+#include "../../src/keyed/keyed_hash.h"
 #include "harness.h"
 #include "model/keyed_model.h"
 

@@ -11,7 +11,7 @@
  */
 #include "test_service_fixture.h"
 
-#include "../src/service/service_internal.h"
+#include "../../src/service/service_internal.h"
 
 /* The checker must be able to fail: plant a fault (a pending timer whose
  * record says it has ended) and see it reported. */

@@ -5,7 +5,7 @@
  *
  * Each run replays one seeded stream of set / set_at / move / move_at /
  * remove / get / contains / advance / advance_max / drain on a map and on
- * the model (tests/model/keyed_model.c), including operations made from
+ * the model (model/keyed_model.c), including operations made from
  * inside expire callbacks, and compares every result.  After each
  * operation (every few in long runs) rota_keyed_check() verifies the
  * structure.  The callback checks that an entry fires only when the model

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_diff.c - the wheel against the reference model (tests/model/) under
+ * test_diff.c - the wheel against the reference model (model/) under
  * random operation streams, on a fake clock.
  *
- * The stream (tests/model/driver.c) mixes every operation of rota.h, with
+ * The stream (model/driver.c) mixes every operation of rota.h, with
  * deadlines and clock steps chosen to hit the geometry of the wheel that
  * ships (rota.h's ROTA_WHEEL_BITS and ROTA_WHEEL_LEVELS): ties, level spans
  * 2^(8k) = 256, 65536, 2^24 ... 2^56 and their neighbours, level boundaries

@@ -25,7 +25,7 @@
 # least one; 1 otherwise; 77 when every snippet was skipped.  The last line
 # says "N compiled, N failed, N skipped, N fragments".
 #
-# --self-test runs the checker on tests/doc-snippets/*.md, fixtures with a
+# --self-test runs the checker on tests/docs/doc-snippets/*.md, fixtures with a
 # planted broken snippet and a planted typo, and passes only when the good
 # fixture passes and each planted fault is reported at its line.
 set -uo pipefail

@@ -9,14 +9,15 @@
  * each row a weight and, for some, a precondition): arm, arm_in, re-arm,
  * touch later or earlier, cancel, arm_periodic (every policy), advance,
  * advance_max with a small budget, expire with a small cap, next_deadline,
- * count, timeout_ms, drain, and calls that must fail with ROTA_EINVAL.  Every full comparison
- * of the timers' state also walks the wheel with rota_wheel_foreach()
- * (each pending timer visited once, no other) and asks every timer's
- * rota_timer_remaining().  Callbacks draw actions
- * of their own from a second table (act_table) (arm, touch, cancel, cancel-and-free other timers, re-arm
- * themselves with delay 0, free themselves, query the wheel, and check that
- * re-entering it gives ROTA_EBUSY, walk it with rota_wheel_foreach() and
- * rota_timer_remaining() mid-pass); they are recorded and replayed into
+ * count, timeout_ms, drain, and calls that must fail with ROTA_EINVAL.
+ * Every full comparison of the timers' state also walks the wheel with
+ * rota_wheel_foreach() (each pending timer visited once, no other) and
+ * asks every timer's rota_timer_remaining().  Callbacks draw actions of
+ * their own from a second table (act_table): arm, touch, cancel,
+ * cancel-and-free other timers, re-arm themselves with delay 0, free
+ * themselves, query the wheel, and check that re-entering it gives
+ * ROTA_EBUSY, walk it with rota_wheel_foreach() and rota_timer_remaining()
+ * mid-pass; they are recorded and replayed into
  * the model at the same point of its pass.  After each call the fired
  * sequences are compared (model_compare()), then return values, counters,
  * the wheel's time, every timer's state and rota_wheel_check().
