@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# single_file_*: copy the generated single-file rota.h and rota.c, and
-# main.c, into an empty directory and build and run the program from those
-# three files alone, as a project that vendors rota would:
+# single_file_*: copy the generated single-file rota.h and rota.c, main.c
+# and the tests' harness.h (standard C only) into an empty directory and
+# build and run the program from those files alone, as a project that
+# vendors rota would:
 #
 #   run.sh CC DIR MODE     DIR holds the generated rota.h and rota.c
 #     native    cc -std=c11 -Wall -Wextra -Werror (and -Wpedantic)
@@ -19,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rota-single.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
-cp "$dir/rota.h" "$dir/rota.c" "$here/main.c" "$tmp/"
+cp "$dir/rota.h" "$dir/rota.c" "$here/main.c" "$here/../common/harness.h" "$tmp/"
 cd "$tmp"
 
 flags="-std=c11 -Wall -Wextra -Wpedantic -Werror"
