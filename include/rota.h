@@ -36,7 +36,7 @@
  *   then an undefined symbol) instead of arming at the wrong time.
  *   Functions given the current time are named for what they do with it
  *   and take it as `now` (rota_wheel_init(), rota_wheel_advance(),
- *   rota_keyed_advance()); the adapters' *_deadline_after(delay) compute a
+ *   rota_keyed_advance()); the adapters' *_deadline_in(delay) compute a
  *   deadline to pass to an `_at` function.  Periods are always relative
  *   (`period`).
  *

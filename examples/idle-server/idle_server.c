@@ -472,8 +472,11 @@ static void on_acceptable(struct worker *w)
 
 static void publish(struct worker *w)
 {
-    if (cfg.use_timerfd)
-        w->st.c.settime = rota_epoll_rearms(&w->et);
+    if (cfg.use_timerfd) {
+        struct rota_loop_stats ls;
+        rota_epoll_stats(&w->et, &ls);
+        w->st.c.settime = ls.rearms;
+    }
     wstats_publish(&w->st);
 }
 

@@ -415,7 +415,7 @@ int uworker_wake_fd(const struct uworker *w)
 
 static void publish(struct uworker *w)
 {
-    struct rota_uring_stats us;
+    struct rota_loop_stats us;
     rota_uring_stats(&w->ut, &us);
     w->st.c.timer_sqes = us.sqes;
     wstats_publish(&w->st);

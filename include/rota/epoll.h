@@ -135,6 +135,7 @@
 
 #include "../rota.h"
 #include "clock.h"
+#include "loop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -156,8 +157,8 @@ ROTA_API int rota_epoll_timeout(struct rota_wheel *wheel,
  * clock's time line) for ticks of `tick_ns` nanoseconds: the pure function,
  * for callers with their own time source and for tests.  ROTA_EINVAL also
  * for tick_ns 0. */
-ROTA_API int rota_epoll_timeout_at(struct rota_wheel *wheel, uint64_t now_ns,
-                                   uint64_t tick_ns, int *timeout_ms);
+ROTA_API int rota_epoll_timeout_from(struct rota_wheel *wheel, uint64_t now_ns,
+                                     uint64_t tick_ns, int *timeout_ms);
 
 /* ---------------------------------------------------- one timer per wheel */
 
@@ -167,15 +168,8 @@ ROTA_API int rota_epoll_timeout_at(struct rota_wheel *wheel, uint64_t now_ns,
 /* All fields are private. */
 struct rota_epoll {
     /* private */
-    struct rota_wheel *wheel_;
-    struct rota_clock clock_;
-    int tfd_;             /* the timerfd, or -1 (timeout mode, or closed) */
-    uint64_t armed_;      /* deadline (ticks) we wake at; ROTA_NEVER: none */
-    uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
-    uint64_t rearms_;     /* arming changes (timerfd_settime() calls) */
-    uint64_t wakeups_;    /* dispatches that reached the armed deadline */
-    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_epoll_lateness() */
-    size_t budget_;                /* callbacks per dispatch, 0: no limit */
+    struct rota_loop_engine engine_; /* rota/loop.h */
+    int tfd_; /* the timerfd, or -1 (timeout mode, or closed) */
     struct rota_catchup *catchup_; /* rota_epoll_set_catchup(), or NULL */
 };
 
@@ -244,27 +238,26 @@ struct rota_catchup;
 ROTA_API int rota_epoll_set_catchup(struct rota_epoll *et,
                                     struct rota_catchup *c);
 
-/* The deadline (ticks) the loop will wake at, ROTA_NEVER when none. */
-ROTA_API uint64_t rota_epoll_armed(const struct rota_epoll *et);
+/* The clock's time now, in ticks; 0 when et is NULL or never bound. */
+ROTA_API uint64_t rota_epoll_now(const struct rota_epoll *et);
 
-/* Arming changes (in timerfd mode, timerfd_settime() calls) and wake-ups
- * at the armed deadline, so far: lets a test prove that touches and
- * cancels cost none. */
-ROTA_API uint64_t rota_epoll_rearms(const struct rota_epoll *et);
-ROTA_API uint64_t rota_epoll_wakeups(const struct rota_epoll *et);
+/* The deadline `delay_ns` nanoseconds from now on the adapter's clock,
+ * rounded up to a tick (rota_clock_deadline_after()); ROTA_MAX_DEADLINE
+ * when et is NULL or never bound. */
+ROTA_API uint64_t rota_epoll_deadline_in(const struct rota_epoll *et,
+                                         uint64_t delay_ns);
 
-/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
- * was armed at to the clock's reading when the adapter ran, one count per
- * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
- * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
- * per timer, in ticks.  All zero when et is NULL. */
-ROTA_API void rota_epoll_lateness(const struct rota_epoll *et,
-                                  struct rota_lateness *out);
+/* What the adapter did so far (rota/loop.h): the armed deadline, arming
+ * changes (in timerfd mode, timerfd_settime() calls), wake-ups at the armed
+ * deadline and their lateness.  Lets a test prove that touches and cancels
+ * cost none.  All zero (armed ROTA_NEVER) when et is NULL. */
+ROTA_API void rota_epoll_stats(const struct rota_epoll *et,
+                               struct rota_loop_stats *out);
 
 /* The teardown: close the timerfd, if any (idempotent; the wheel and its
- * timers are untouched); then the struct may be freed.  Not from the
- * wheel's callbacks. */
-ROTA_API void rota_epoll_close(struct rota_epoll *et);
+ * timers are untouched).  Returns 0, then the struct may be freed, or
+ * ROTA_EINVAL for a NULL et.  Not from the wheel's callbacks. */
+ROTA_API int rota_epoll_close(struct rota_epoll *et);
 
 #ifdef __cplusplus
 }

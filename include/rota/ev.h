@@ -17,10 +17,10 @@
  *     rota_timer_init(&c->idle, on_idle);
  *     uint64_t idle_ns = 30ull * 1000000000;                // 30 s
  *     rota_timer_arm_at(&wheel, &c->idle,
- *                       rota_ev_deadline_after(&rw, idle_ns));
+ *                       rota_ev_deadline_in(&rw, idle_ns));
  *     ... in the read callback:
  *     rota_timer_touch_at(&wheel, &c->idle,
- *                         rota_ev_deadline_after(&rw, idle_ns));
+ *                         rota_ev_deadline_in(&rw, idle_ns));
  *     ev_run(EV_DEFAULT, 0);
  *
  * DELAYS FROM NOW: NEVER EARLY
@@ -39,7 +39,7 @@
  *   The wheel's own time (what advance() was last given, the `late` of
  *   callbacks, rota_timer_remaining()) still moves only when the adapter
  *   wakes.  Each such call reads the clock once (tens of nanoseconds);
- *   deadlines from rota_ev_deadline_after() cost what they did, and arm_at(),
+ *   deadlines from rota_ev_deadline_in() cost what they did, and arm_at(),
  *   touch_at() and cancel() never read it.  With a coarse clock the source
  *   reads CLOCK_MONOTONIC, which the coarse clock trails: a delay is never cut
  *   short by its lag.  rota_ev_close() removes the source (unless the wheel
@@ -63,7 +63,7 @@
  *   every idle connection at once after a forward step.  So the adapter
  *   reads its clock once per wake-up to advance the wheel (CLOCK_MONOTONIC:
  *   about 20-40 ns, no system call), the time line of libev's own ev_timer.
- *   Deadlines come from rota_ev_deadline_after(): a fresh reading, rounded
+ *   Deadlines come from rota_ev_deadline_in(): a fresh reading, rounded
  *   up, so a timer never fires early.
  *
  * PENDING TIMERS KEEP THE LOOP ALIVE: NO SYNC NEEDED
@@ -101,6 +101,7 @@
 
 #include "../rota.h"
 #include "clock.h"
+#include "loop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,16 +109,10 @@ extern "C" {
 
 struct rota_ev {
     /* private */
+    struct rota_loop_engine engine_; /* rota/loop.h */
     ev_timer timer_;
     ev_prepare prepare_;
     struct ev_loop *loop_;
-    struct rota_wheel *wheel_;
-    struct rota_clock clock_;
-    uint64_t armed_;      /* deadline (ticks) the ev_timer is armed at */
-    uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
-    uint64_t rearms_;     /* ev_timer_start() calls */
-    uint64_t wakeups_;    /* ev_timer callbacks */
-    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_ev_lateness() */
     uint8_t started_;
 };
 
@@ -134,8 +129,8 @@ ROTA_API int rota_ev_init(struct rota_ev *rw, struct ev_loop *loop,
 
 /* The deadline for an event `delay_ns` nanoseconds from now, in ticks,
  * rounded up from a fresh clock reading. */
-ROTA_API uint64_t rota_ev_deadline_after(const struct rota_ev *rw,
-                                         uint64_t delay_ns);
+ROTA_API uint64_t rota_ev_deadline_in(const struct rota_ev *rw,
+                                      uint64_t delay_ns);
 
 /* The clock's time in ticks, rounded down: what the adapter advances the
  * wheel to when it wakes up. */
@@ -149,22 +144,26 @@ ROTA_API uint64_t rota_ev_now(const struct rota_ev *rw);
  * closed). */
 ROTA_API int rota_ev_sync(struct rota_ev *rw);
 
-/* ev_timer_start() calls and ev_timer wake-ups so far. */
-ROTA_API uint64_t rota_ev_rearms(const struct rota_ev *rw);
-ROTA_API uint64_t rota_ev_wakeups(const struct rota_ev *rw);
+/*
+ * Run at most `max_fires` callbacks per wake-up, and file at most as many
+ * timers again (0, the default: no limit; rota_wheel_advance_max()).  The
+ * rest stay due and run in the next iteration of the loop, after a poll, so
+ * a storm of expiries cannot stall the loop's I/O for longer than one
+ * budget.
+ */
+ROTA_API void rota_ev_set_budget(struct rota_ev *rw, size_t max_fires);
 
-/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
- * was armed at to the clock's reading when the adapter ran, one count per
- * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
- * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
- * per timer, in ticks.  All zero when rw is NULL. */
-ROTA_API void rota_ev_lateness(const struct rota_ev *rw,
-                               struct rota_lateness *out);
+/* What the adapter did so far (rota/loop.h): the armed deadline,
+ * ev_timer_start() calls, ev_timer wake-ups and their lateness.
+ * All zero (armed ROTA_NEVER) when rw is NULL. */
+ROTA_API void rota_ev_stats(const struct rota_ev *rw,
+                            struct rota_loop_stats *out);
 
 /* The teardown: stop both watchers (the wheel and its timers are left
- * alone); then the struct may be freed.  Not from the wheel's callbacks.
- * A no-op after a failed init or a previous close. */
-ROTA_API void rota_ev_close(struct rota_ev *rw);
+ * alone).  Returns 0: the struct may be freed; ROTA_EINVAL for a NULL rw.
+ * Not from the wheel's callbacks.  A no-op after a failed init or a
+ * previous close. */
+ROTA_API int rota_ev_close(struct rota_ev *rw);
 
 #ifdef __cplusplus
 }

@@ -16,11 +16,11 @@
  *     rota_event_init(&rw, base, &wheel, &clock);
  *     rota_timer_init(&c->idle, on_idle);
  *     uint64_t idle_ns = 30ull * 1000000000;                // 30 s
- *     uint64_t d = rota_event_deadline_after(&rw, idle_ns);
+ *     uint64_t d = rota_event_deadline_in(&rw, idle_ns);
  *     rota_timer_arm_at(&wheel, &c->idle, d);
  *     rota_event_sync(&rw);                                 // after arming
  *     ... in the read callback (a touch needs no sync):
- *     d = rota_event_deadline_after(&rw, idle_ns);          // fresh
+ *     d = rota_event_deadline_in(&rw, idle_ns);          // fresh
  *     rota_timer_touch_at(&wheel, &c->idle, d);
  *     event_base_dispatch(base);
  *
@@ -42,7 +42,7 @@
  *   The wheel's own time (what advance() was last given, the `late` of
  *   callbacks, rota_timer_remaining()) still moves only when the adapter
  *   wakes.  Each such call reads the clock once (tens of nanoseconds);
- *   deadlines from rota_event_deadline_after() cost what they did, and
+ *   deadlines from rota_event_deadline_in() cost what they did, and
  *   arm_at(), touch_at() and cancel() never read it.  With a coarse clock the
  *   source reads CLOCK_MONOTONIC, which the coarse clock trails: a delay is
  *   never cut short by its lag.  rota_event_close() removes the source (unless
@@ -76,7 +76,7 @@
  *   read once per wake-up.  libevent's cached time
  *   (event_base_gettimeofday_cached()) is the wall clock, which may be
  *   stepped; its monotonic time is private.  Deadlines come from
- *   rota_event_deadline_after(): a fresh reading, rounded up, so a timer
+ *   rota_event_deadline_in(): a fresh reading, rounded up, so a timer
  *   never fires early.
  *
  * PRECISION
@@ -111,6 +111,7 @@
 
 #include "../rota.h"
 #include "clock.h"
+#include "loop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -118,15 +119,9 @@ extern "C" {
 
 struct rota_event {
     /* private */
+    struct rota_loop_engine engine_; /* rota/loop.h */
     struct event *timer_;
     struct event_base *base_;
-    struct rota_wheel *wheel_;
-    struct rota_clock clock_;
-    uint64_t armed_;      /* deadline (ticks) the evtimer is added for */
-    uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
-    uint64_t rearms_;     /* event_add() calls */
-    uint64_t wakeups_;    /* evtimer callbacks */
-    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_event_lateness() */
 };
 
 /*
@@ -143,8 +138,8 @@ ROTA_API int rota_event_init(struct rota_event *rw, struct event_base *base,
 
 /* The deadline for an event `delay_ns` nanoseconds from now, in ticks,
  * rounded up from a fresh clock reading. */
-ROTA_API uint64_t rota_event_deadline_after(const struct rota_event *rw,
-                                            uint64_t delay_ns);
+ROTA_API uint64_t rota_event_deadline_in(const struct rota_event *rw,
+                                         uint64_t delay_ns);
 
 /* The current CLOCK_MONOTONIC time in ticks, rounded down. */
 ROTA_API uint64_t rota_event_now(const struct rota_event *rw);
@@ -155,22 +150,26 @@ ROTA_API uint64_t rota_event_now(const struct rota_event *rw);
  * ROTA_ESYS (event_add() failed). */
 ROTA_API int rota_event_sync(struct rota_event *rw);
 
-/* event_add() calls and evtimer wake-ups so far. */
-ROTA_API uint64_t rota_event_rearms(const struct rota_event *rw);
-ROTA_API uint64_t rota_event_wakeups(const struct rota_event *rw);
+/*
+ * Run at most `max_fires` callbacks per wake-up, and file at most as many
+ * timers again (0, the default: no limit; rota_wheel_advance_max()).  The
+ * rest stay due and run in the next iteration of the loop, after a poll, so
+ * a storm of expiries cannot stall the loop's I/O for longer than one
+ * budget.
+ */
+ROTA_API void rota_event_set_budget(struct rota_event *rw, size_t max_fires);
 
-/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
- * was armed at to the clock's reading when the adapter ran, one count per
- * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
- * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
- * per timer, in ticks.  All zero when rw is NULL. */
-ROTA_API void rota_event_lateness(const struct rota_event *rw,
-                                  struct rota_lateness *out);
+/* What the adapter did so far (rota/loop.h): the armed deadline,
+ * event_add() calls, evtimer wake-ups and their lateness.
+ * All zero (armed ROTA_NEVER) when rw is NULL. */
+ROTA_API void rota_event_stats(const struct rota_event *rw,
+                               struct rota_loop_stats *out);
 
 /* The teardown: delete and free the evtimer (the wheel and its timers are
- * left alone); then the struct may be freed.  Not from the wheel's
- * callbacks.  A no-op after a failed init or a previous close. */
-ROTA_API void rota_event_close(struct rota_event *rw);
+ * left alone).  Returns 0: the struct may be freed; ROTA_EINVAL for a NULL
+ * rw.  Not from the wheel's callbacks.  A no-op after a failed init or a
+ * previous close. */
+ROTA_API int rota_event_close(struct rota_event *rw);
 
 #ifdef __cplusplus
 }

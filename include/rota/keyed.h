@@ -79,10 +79,9 @@
  *   or expiry empties 64 slots of the new table, then moves eight entries
  *   into it, so no single call pays for rehashing a million keys (the
  *   worst seen inserting 1e7 keys: about 40 ms, the allocator freeing the
- *   old table; see src/keyed/keyed.c).
+ *   old table).
  *
- *   Measured on x86-64 (tests/keyed/test_keyed.c checks the slot size; see
- *   examples/ttl-cache/README.md for the RSS figure):
+ *   Measured on x86-64 (the test suite checks the slot size):
  *     slot                   56 bytes (32 of them the struct rota_timer),
  *                            keys of up to 8 bytes included; 75 to 149
  *                            bytes an entry at load 3/4 to 3/8
@@ -90,8 +89,8 @@
  *                            malloc's 8 bytes, rounded up to 16)
  *   With 8-byte keys the process grows by 117 bytes an entry at 1e6
  *   entries (just past load 3/4 of 2^20 slots) and 93 at 1e7 (measured
- *   with glibc malloc by bench_keyed, one size per run).  A resize holds
- *   the old array and the new one at once (1.4 GB at 1e7 keys).
+ *   with glibc malloc, one size per run).  A resize holds the old array
+ *   and the new one at once (1.4 GB at 1e7 keys).
  *
  * HASHING
  *   Keys are hashed under a 128-bit secret seed, given in the config or read

@@ -22,10 +22,10 @@
  *     rota_timer_init(&c->idle, on_idle);
  *     uint64_t idle_ns = 30ull * 1000000000;                   // 30 s
  *     rota_timer_arm_at(&wheel, &c->idle,
- *                       rota_sdevent_deadline_after(&rs, idle_ns));
+ *                       rota_sdevent_deadline_in(&rs, idle_ns));
  *     ... in the I/O callback:
  *     rota_timer_touch_at(&wheel, &c->idle,
- *                         rota_sdevent_deadline_after(&rs, idle_ns));
+ *                         rota_sdevent_deadline_in(&rs, idle_ns));
  *     sd_event_loop(event);        // until sd_event_exit()
  *     rota_sdevent_close(&rs);
  *     sd_event_unref(event);
@@ -39,7 +39,7 @@
  *   fresh reading of the clock, never less than the deadline the source was
  *   set to (it fired, so CLOCK_MONOTONIC is past it, even if a coarse clock
  *   has not caught up).  Deadlines should come from
- *   rota_sdevent_deadline_after(): a fresh reading, rounded up, so a timer
+ *   rota_sdevent_deadline_in(): a fresh reading, rounded up, so a timer
  *   never fires early.
  *
  * DELAYS FROM NOW: NEVER EARLY
@@ -60,7 +60,7 @@
  *   The wheel's own time (what advance() was last given, the `late` of
  *   callbacks, rota_timer_remaining()) still moves only when the adapter
  *   wakes.  Each such call reads the clock once (tens of nanoseconds);
- *   deadlines from rota_sdevent_deadline_after() cost what they did, and
+ *   deadlines from rota_sdevent_deadline_in() cost what they did, and
  *   arm_at(), touch_at() and cancel() never read it.  With a coarse clock the
  *   source reads CLOCK_MONOTONIC, which the coarse clock trails: a delay is
  *   never cut short by its lag.  rota_sdevent_close() removes the source
@@ -82,9 +82,9 @@
  *   polls.  Arms made outside the loop need nothing either: the first
  *   iteration of sd_event_run() or sd_event_loop() prepares before it waits.
  *   rota_sdevent_sync() is for a caller that wants the setting current now:
- *   one that reads rota_sdevent_armed() before running the loop, or drives
- *   the loop's steps (sd_event_prepare(), _wait(), _dispatch()) itself and
- *   arms between its prepare and its wait.
+ *   one that reads rota_sdevent_stats() (armed) before running the loop, or
+ *   drives the loop's steps (sd_event_prepare(), _wait(), _dispatch()) itself
+ *   and arms between its prepare and its wait.
  *
  * LIFETIME, AND WHAT KEEPS THE LOOP RUNNING
  *   An sd-event loop never ends because it has nothing to do: sd_event_loop()
@@ -130,6 +130,7 @@
 
 #include "../rota.h"
 #include "clock.h"
+#include "loop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -138,15 +139,8 @@ extern "C" {
 /* All fields are private. */
 struct rota_sdevent {
     /* private */
+    struct rota_loop_engine engine_; /* rota/loop.h */
     sd_event_source *source_; /* the time source; NULL: not started/closed */
-    struct rota_wheel *wheel_;
-    struct rota_clock clock_;
-    uint64_t armed_;      /* deadline (ticks) the source is set to */
-    uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
-    uint64_t rearms_;     /* settings to a deadline */
-    uint64_t wakeups_;    /* source callbacks */
-    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_sdevent_lateness() */
-    size_t budget_; /* callbacks per wake-up, 0: no limit */
 };
 
 /*
@@ -164,8 +158,8 @@ ROTA_API int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
 
 /* The deadline for an event `delay_ns` nanoseconds from now, in ticks,
  * rounded up from a fresh clock reading (rota_clock_deadline_after()). */
-ROTA_API uint64_t rota_sdevent_deadline_after(const struct rota_sdevent *rs,
-                                              uint64_t delay_ns);
+ROTA_API uint64_t rota_sdevent_deadline_in(const struct rota_sdevent *rs,
+                                           uint64_t delay_ns);
 
 /* The clock's time in ticks, rounded down. */
 ROTA_API uint64_t rota_sdevent_now(const struct rota_sdevent *rs);
@@ -196,28 +190,19 @@ ROTA_API void rota_sdevent_set_budget(struct rota_sdevent *rs,
 ROTA_API int rota_sdevent_set_priority(struct rota_sdevent *rs,
                                        int64_t priority);
 
-/* The deadline (ticks) the source is set to, ROTA_NEVER when none. */
-ROTA_API uint64_t rota_sdevent_armed(const struct rota_sdevent *rs);
-
-/* Settings of the source to a deadline (sd_event_source_set_time() calls;
- * setting it to infinity when the wheel empties is not counted, as a
- * stopped ev_timer or uv_timer_t is not) and wake-ups so far: lets a test
- * prove that touches and cancels cost none. */
-ROTA_API uint64_t rota_sdevent_rearms(const struct rota_sdevent *rs);
-ROTA_API uint64_t rota_sdevent_wakeups(const struct rota_sdevent *rs);
-
-/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
- * was armed at to the clock's reading when the adapter ran, one count per
- * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
- * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
- * per timer, in ticks.  All zero when rs is NULL. */
-ROTA_API void rota_sdevent_lateness(const struct rota_sdevent *rs,
-                                    struct rota_lateness *out);
+/* What the adapter did so far (rota/loop.h): the deadline (ticks) the
+ * source is set to, settings of the source to a deadline
+ * (sd_event_source_set_time() calls; setting it to infinity when the wheel
+ * empties is not counted, as a stopped ev_timer or uv_timer_t is not),
+ * wake-ups and their lateness: lets a test prove that touches and cancels
+ * cost none.  All zero (armed ROTA_NEVER) when rs is NULL. */
+ROTA_API void rota_sdevent_stats(const struct rota_sdevent *rs,
+                                 struct rota_loop_stats *out);
 
 /* Disable and release the source (idempotent), dropping its reference to the
- * loop.  The wheel and its timers are untouched.  The struct may be freed
- * afterwards. */
-ROTA_API void rota_sdevent_close(struct rota_sdevent *rs);
+ * loop.  The wheel and its timers are untouched.  Returns 0: the struct may
+ * be freed; ROTA_EINVAL for a NULL rs. */
+ROTA_API int rota_sdevent_close(struct rota_sdevent *rs);
 
 #ifdef __cplusplus
 }

@@ -113,7 +113,7 @@
  *   ones after it; keep them short or use workers.
  *
  * SUBMISSION (how it works; the details and the measurements behind the
- * choice are at the top of service.c)
+ * choice are in the design essay of the service's source)
  *   The service keeps `shards` wheels, each behind its own mutex with its
  *   own free records.  Each thread has a home shard (threads are spread
  *   round-robin), where its arms go; touch and cancel lock the timer's own

@@ -93,8 +93,8 @@
  * TEARDOWN
  *   rota_uring_close() stops arming and cancels the timeout in flight (one
  *   SQE).  Until every completion the adapter caused has been handed to
- *   rota_uring_handle() (rota_uring_inflight() is 0), keep the struct where
- *   it is: the kernel returns its address in user_data.  Or destroy the ring
+ *   rota_uring_handle() (rota_uring_stats() reports in_flight 0), keep the
+ *   struct where it is: the kernel returns its address in user_data.  Or destroy the ring
  *   (io_uring_queue_exit()): nothing more arrives then.  The wheel and its
  *   timers are untouched.
  *
@@ -139,6 +139,7 @@
 
 #include "../rota.h"
 #include "clock.h"
+#include "loop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -152,41 +153,18 @@ extern "C" {
 /* All fields are private. */
 struct rota_uring {
     /* private */
+    struct rota_loop_engine engine_; /* rota/loop.h; armed_: the deadline
+                                        last asked for */
     struct io_uring *ring_;
-    struct rota_wheel *wheel_;
-    struct rota_clock clock_;
     struct __kernel_timespec ts_; /* what the SQEs point at */
-    uint64_t armed_;      /* deadline (ticks) last asked for; ROTA_NEVER */
-    uint64_t low_;        /* lowest deadline of the timeouts in flight */
-    uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
-    uint64_t rearms_, wakeups_, sqes_, updates_, removes_;
-    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_uring_lateness() */
-    size_t budget_;      /* callbacks per wake-up, 0: no limit */
+    uint64_t low_; /* lowest deadline of the timeouts in flight */
+    uint64_t sqes_, updates_, removes_;
     uint32_t timeouts_;  /* timeout SQEs whose completion has not come */
     uint32_t inflight_;  /* all SQEs whose completion has not come */
     uint8_t can_update_; /* move with IORING_TIMEOUT_UPDATE */
     uint8_t closed_;
     uint8_t in_handle_;
 };
-
-/* What the adapter did so far (rota_uring_stats()). */
-struct rota_uring_stats {
-    uint64_t rearms;   /* timeouts armed or moved */
-    uint64_t wakeups;  /* timeout completions that advanced the wheel */
-    uint64_t sqes;     /* SQEs taken from the ring, all kinds */
-    uint64_t updates;  /* moves made with IORING_TIMEOUT_UPDATE (1 SQE) */
-    uint64_t removes;  /* moves made with TIMEOUT_REMOVE + TIMEOUT (2 SQEs) */
-    uint32_t inflight; /* SQEs whose completion has not been handled */
-    uint8_t update;    /* 1 when moves use IORING_TIMEOUT_UPDATE */
-};
-
-/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
- * was armed at to the clock's reading when the adapter ran, one count per
- * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
- * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
- * per timer, in ticks.  All zero when ut is NULL. */
-ROTA_API void rota_uring_lateness(const struct rota_uring *ut,
-                                  struct rota_lateness *out);
 
 /*
  * Bind to `ring` and `wheel` (already initialised, in ticks of `clock`; the
@@ -242,25 +220,34 @@ ROTA_API bool rota_uring_owns(const struct rota_uring *ut,
  */
 ROTA_API void rota_uring_set_budget(struct rota_uring *ut, size_t max_fires);
 
-/* The deadline (ticks) the timeout was last asked to fire at, ROTA_NEVER
- * when none is armed. */
-ROTA_API uint64_t rota_uring_armed(const struct rota_uring *ut);
+/* The clock's time now, in ticks; 0 when ut is NULL or never bound. */
+ROTA_API uint64_t rota_uring_now(const struct rota_uring *ut);
 
-/* SQEs of the adapter whose completion has not been handed to
- * rota_uring_handle() yet (queued but not yet submitted ones included). */
-ROTA_API unsigned rota_uring_inflight(const struct rota_uring *ut);
+/* The deadline `delay_ns` nanoseconds from now on the adapter's clock,
+ * rounded up to a tick (rota_clock_deadline_after()); ROTA_MAX_DEADLINE
+ * when ut is NULL or never bound. */
+ROTA_API uint64_t rota_uring_deadline_in(const struct rota_uring *ut,
+                                         uint64_t delay_ns);
 
-/* The counters, for tests and monitoring: a loop that only touches shows
- * no SQE for it. */
+/* What the adapter did so far (rota/loop.h), for tests and monitoring: a
+ * loop that only touches shows no SQE for it.  armed: the deadline the
+ * timeout was last asked to fire at; rearms: timeouts armed or moved;
+ * wakeups: timeout completions that advanced the wheel; in_flight: SQEs
+ * whose completion has not been handed to rota_uring_handle() yet (queued
+ * but unsubmitted ones included); sqes: SQEs taken from the ring, all
+ * kinds; updates and removes: moves made with IORING_TIMEOUT_UPDATE (1 SQE)
+ * and with TIMEOUT_REMOVE + TIMEOUT (2 SQEs); update: 1 when moves use
+ * IORING_TIMEOUT_UPDATE.  All zero (armed ROTA_NEVER) when ut is NULL. */
 ROTA_API void rota_uring_stats(const struct rota_uring *ut,
-                               struct rota_uring_stats *out);
+                               struct rota_loop_stats *out);
 
 /*
  * Stop arming and cancel the timeout in flight, if any (queues one SQE;
  * submit it).  Returns the number of completions still to come (keep
  * handing them to rota_uring_handle(), which returns 1 for each, until
- * rota_uring_inflight() is 0, or destroy the ring), or ROTA_EAGAIN when
- * the submission queue is full (submit and call again).  Idempotent.
+ * rota_uring_stats() reports in_flight 0, or destroy the ring), or
+ * ROTA_EAGAIN when the submission queue is full (submit and call again),
+ * ROTA_EINVAL for a NULL ut.  Idempotent.
  */
 ROTA_API int rota_uring_close(struct rota_uring *ut);
 

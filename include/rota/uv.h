@@ -17,10 +17,10 @@
  *     rota_timer_init(&c->idle, on_idle);
  *     uint64_t idle_ns = 30ull * 1000000000;                // 30 s
  *     rota_timer_arm_at(&wheel, &c->idle,
- *                       rota_uv_deadline_after(&rw, idle_ns));
+ *                       rota_uv_deadline_in(&rw, idle_ns));
  *     ... in the read callback:
  *     rota_timer_touch_at(&wheel, &c->idle,
- *                         rota_uv_deadline_after(&rw, idle_ns));
+ *                         rota_uv_deadline_in(&rw, idle_ns));
  *     uv_run(loop, UV_RUN_DEFAULT);
  *
  * THE WHEEL IS THE CALLER'S
@@ -34,7 +34,7 @@
  * TIME
  *   The wheel's `now` is the loop's cached time, uv_now(), converted to
  *   ticks of the clock (rounded down).  Deadlines should come from
- *   rota_uv_deadline_after(), which reads the clock afresh (the time line
+ *   rota_uv_deadline_in(), which reads the clock afresh (the time line
  *   of uv_now()) and rounds up: the cached time can be a whole loop turn old
  *   and is truncated to milliseconds, so adding a delay to it can fire
  *   early - libuv's own uv_timer_t does exactly that (libuv#4773).  A timer
@@ -57,7 +57,7 @@
  *   The wheel's own time (what advance() was last given, the `late` of
  *   callbacks, rota_timer_remaining()) still moves only when the adapter
  *   wakes.  Each such call reads the clock once (tens of nanoseconds);
- *   deadlines from rota_uv_deadline_after() cost what they did, and arm_at(),
+ *   deadlines from rota_uv_deadline_in() cost what they did, and arm_at(),
  *   touch_at() and cancel() never read it.  With a coarse clock the source
  *   reads CLOCK_MONOTONIC, which the coarse clock trails: a delay is never cut
  *   short by its lag.  rota_uv_close() removes the source (unless the wheel
@@ -85,9 +85,9 @@
  *   turn).  When the last timer is cancelled the uv timer stays armed
  *   (cancel never re-arms): it wakes once more, finds nothing, and stops;
  *   the loop can end then.  rota_uv_close() is the teardown, as for every
- *   adapter; because libuv closes handles asynchronously it takes a
- *   completion callback (as uv_close() does), and the struct may be freed
- *   only once that callback has run, from the loop.
+ *   adapter (rota/loop.h); because libuv closes handles from the loop, it
+ *   returns the two handles still closing, and the struct may be freed only
+ *   once the loop has run again and rota_uv_stats() reports in_flight 0.
  *
  * CALLBACK CONTEXT
  *   Timer callbacks run from the uv timer's callback, inside
@@ -133,6 +133,7 @@
 
 #include "../rota.h"
 #include "clock.h"
+#include "loop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -140,18 +141,11 @@ extern "C" {
 
 struct rota_uv {
     /* private */
+    struct rota_loop_engine engine_; /* rota/loop.h */
     uv_timer_t timer_;
     uv_prepare_t prepare_;
     uv_loop_t *loop_;
-    struct rota_wheel *wheel_;
-    struct rota_clock clock_;
     uint64_t tick_ns_;
-    uint64_t armed_;      /* deadline (ticks) the uv timer is armed at */
-    uint64_t seen_armed_; /* the wheel's stats.armed at the last sync */
-    uint64_t rearms_;     /* uv_timer_start() calls */
-    uint64_t wakeups_;    /* uv timer callbacks */
-    uint64_t late_ns_[ROTA_LATE_BUCKETS]; /* rota_uv_lateness() */
-    void (*close_cb_)(struct rota_uv *rw);
     int open_handles_;
     uint8_t bound_;       /* init succeeded and no close since */
     uint8_t prepare_ref_; /* the prepare handle keeps the loop alive */
@@ -173,8 +167,8 @@ ROTA_API int rota_uv_init(struct rota_uv *rw, uv_loop_t *loop,
 /* The deadline for an event `delay_ns` nanoseconds from now, in ticks,
  * rounded up from a fresh clock reading: pass it to rota_timer_arm_at() or
  * rota_timer_touch_at(). */
-ROTA_API uint64_t rota_uv_deadline_after(const struct rota_uv *rw,
-                                         uint64_t delay_ns);
+ROTA_API uint64_t rota_uv_deadline_in(const struct rota_uv *rw,
+                                      uint64_t delay_ns);
 
 /* The loop's cached time, uv_now(), in ticks: the wheel's clock. */
 ROTA_API uint64_t rota_uv_now(const struct rota_uv *rw);
@@ -186,24 +180,28 @@ ROTA_API uint64_t rota_uv_now(const struct rota_uv *rw);
  * bound, or closed). */
 ROTA_API int rota_uv_sync(struct rota_uv *rw);
 
-/* uv_timer_start() calls and uv timer wake-ups so far. */
-ROTA_API uint64_t rota_uv_rearms(const struct rota_uv *rw);
-ROTA_API uint64_t rota_uv_wakeups(const struct rota_uv *rw);
+/*
+ * Run at most `max_fires` callbacks per wake-up, and file at most as many
+ * timers again (0, the default: no limit; rota_wheel_advance_max()).  The
+ * rest stay due and run in the next turn of the loop, after a poll, so a
+ * storm of expiries cannot stall the loop's I/O for longer than one budget.
+ */
+ROTA_API void rota_uv_set_budget(struct rota_uv *rw, size_t max_fires);
 
-/* How late the OS timer woke the wheel, in nanoseconds from the deadline it
- * was armed at to the clock's reading when the adapter ran, one count per
- * wake-up (rota.h, struct rota_lateness: bucket 0 on time, k for 2^(k-1) to
- * 2^k - 1 ns).  The wheel's own histogram (rota_wheel_lateness()) counts
- * per timer, in ticks.  All zero when rw is NULL. */
-ROTA_API void rota_uv_lateness(const struct rota_uv *rw,
-                               struct rota_lateness *out);
+/* What the adapter did so far (rota/loop.h): the armed deadline,
+ * uv_timer_start() calls, uv timer wake-ups and their lateness, and
+ * in_flight, the handles libuv has still to close after rota_uv_close().
+ * All zero (armed ROTA_NEVER) when rw is NULL. */
+ROTA_API void rota_uv_stats(const struct rota_uv *rw,
+                            struct rota_loop_stats *out);
 
 /* The teardown: close both handles (the wheel and its timers are left
- * alone).  libuv closes handles asynchronously: `cb` (may be NULL) runs from
- * the loop once both are closed, and only then may `rw` be freed.  Not from
- * the wheel's callbacks.  A no-op (cb is not called) after a failed init or
- * a previous close. */
-ROTA_API void rota_uv_close(struct rota_uv *rw, void (*cb)(struct rota_uv *rw));
+ * alone).  libuv closes handles from the loop: the count returned (2, or
+ * after a failed init 0 or 1) is what remains to close, and `rw` may be
+ * freed once rota_uv_stats() reports in_flight 0, after uv_run() has run
+ * again.  Not from the wheel's callbacks.  A second call only returns the
+ * count again.  ROTA_EINVAL for a NULL rw. */
+ROTA_API int rota_uv_close(struct rota_uv *rw);
 
 #ifdef __cplusplus
 }

@@ -2,10 +2,10 @@
 /*
  * rota/version.h - the version of the headers a program is compiled against.
  *
- * This is the one place the version is written: CMakeLists.txt reads the
- * three numbers below for project(VERSION), so the shared libraries' names
- * (the soname, see "ABI" in README.md), rota.pc and the CMake package version
- * all follow them.  It is a plain header, not generated, so rota.h compiles
+ * This is the one place the version is written: the build reads the three
+ * numbers below, so the shared libraries' names (the soname changes with
+ * the major version), rota.pc and the CMake package version all follow
+ * them.  It is a plain header, not generated, so rota.h compiles
  * without a build step (copied into a project, or as the single-file rota.h).
  *
  * These macros describe the headers; rota_version() tells the library the

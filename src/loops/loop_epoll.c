@@ -2,19 +2,11 @@
 /*
  * loop_epoll.c - rota/epoll.h: the epoll_wait() timeout and the timerfd.
  *
- * Both follow the one-OS-timer rule of the header.  struct rota_epoll
- * remembers the deadline it wakes at (`armed_`), which is never later than
- * the wheel's earliest deadline: it is set from rota_wheel_next_deadline()
- * after each wake-up and lowered when a timer is armed earlier.  So touching
- * or cancelling never changes it, and a turn of the loop with nothing due
- * costs a counter comparison and a clock read, whatever the wheel holds.
- *
- * How a new earlier timer is noticed without asking the wheel on every turn:
- * the wheel's stats.armed counter (rota.h) grows with every arm, periodic
- * arm and touch to an earlier deadline - exactly the operations that can
- * make a timer earlier than `armed_`.  Cancels and later touches leave it
- * alone.  When it has not moved since the last sync, nothing can be earlier
- * than `armed_` and the wheel is not asked.
+ * Both follow the one-OS-timer rule of the adapter engine (loop_engine.c):
+ * a turn of the loop with nothing due costs a counter comparison and a
+ * clock read, whatever the wheel holds.  What is epoll's own: the timeout
+ * in milliseconds rounded up, the timerfd on the clock's time line, and the
+ * catch-up policy (rota/catchup.h), which only this adapter offers.
  *
  * Deadlines are ticks; the kernel wants nanoseconds.  A deadline so far away
  * that ticks * tick_ns overflows is saturated: the timerfd is then armed
@@ -22,7 +14,7 @@
  * knows the true deadline.
  */
 #define _GNU_SOURCE /* timerfd, CLOCK_MONOTONIC, CLOCK_BOOTTIME under -std=c11 */
-#include "loop_common.h"
+#include "loop_engine.h"
 #include "rota/catchup.h"
 #include "rota/epoll.h"
 
@@ -45,8 +37,8 @@ static int ms_until(uint64_t at_ns, uint64_t now_ns)
     return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
-int rota_epoll_timeout_at(struct rota_wheel *wheel, uint64_t now_ns,
-                          uint64_t tick_ns, int *timeout_ms)
+int rota_epoll_timeout_from(struct rota_wheel *wheel, uint64_t now_ns,
+                            uint64_t tick_ns, int *timeout_ms)
 {
     if (timeout_ms != NULL)
         *timeout_ms = 0; /* an error never reads as "wait forever" */
@@ -70,8 +62,8 @@ int rota_epoll_timeout(struct rota_wheel *wheel, const struct rota_clock *clock,
         *timeout_ms = -1; /* skip the clock read */
         return 0;
     }
-    return rota_epoll_timeout_at(wheel, rota_clock_now_ns(clock),
-                                 rota_clock_ns(clock, 1), timeout_ms);
+    return rota_epoll_timeout_from(wheel, rota_clock_now_ns(clock),
+                                   rota_clock_ns(clock, 1), timeout_ms);
 }
 
 /* ------------------------------------------------------ one timer per wheel */
@@ -79,9 +71,9 @@ int rota_epoll_timeout(struct rota_wheel *wheel, const struct rota_clock *clock,
 /* Wake at `deadline` (ticks). */
 static int arm_at(struct rota_epoll *et, uint64_t deadline)
 {
-    et->rearms_++;
+    struct rota_loop_engine *e = &et->engine_;
     if (et->tfd_ >= 0) {
-        uint64_t ns = loop_ticks_to_ns(deadline, rota_clock_ns(&et->clock_, 1));
+        uint64_t ns = loop_ticks_to_ns(deadline, rota_clock_ns(&e->clock_, 1));
         struct itimerspec its = {{0, 0}, {0, 0}};
         /* An all-zero it_value disarms: a deadline at instant 0 (already
          * past) becomes 1 ns, which fires at once as it should. */
@@ -90,23 +82,21 @@ static int arm_at(struct rota_epoll *et, uint64_t deadline)
         its.it_value.tv_sec = (time_t)(ns / 1000000000u);
         its.it_value.tv_nsec = (long)(ns % 1000000000u);
         if (timerfd_settime(et->tfd_, TFD_TIMER_ABSTIME, &its, NULL) != 0) {
-            et->seen_armed_ = UINT64_MAX; /* the next sync tries again */
+            e->rearms_++;
+            rota__loop_retry(e);
             return ROTA_ESYS;
         }
     }
-    et->armed_ = deadline;
+    rota__loop_armed(e, deadline);
     return 1;
 }
 
-/* After a wake-up (or at init): wake next at the wheel's next deadline. */
-static int rearm(struct rota_epoll *et)
+/* After a wake-up (or at init): wake next at `next`, or stay quiet (a spent
+ * timerfd stays quiet; at init it was never armed). */
+static int rearm(struct rota_epoll *et, uint64_t next)
 {
-    et->seen_armed_ = loop_armed_count(et->wheel_);
-    uint64_t next = rota_wheel_next_deadline(et->wheel_);
     if (next == ROTA_NEVER) {
-        /* A spent timerfd stays quiet; a live one (init) is disarmed by
-         * nothing: it was never armed. */
-        et->armed_ = ROTA_NEVER;
+        et->engine_.armed_ = ROTA_NEVER;
         return 0;
     }
     return arm_at(et, next);
@@ -117,38 +107,33 @@ int rota_epoll_init(struct rota_epoll *et, struct rota_wheel *wheel,
 {
     if (et == NULL)
         return ROTA_EINVAL;
+    rota__loop_reset(&et->engine_);
     et->tfd_ = -1;
-    et->armed_ = ROTA_NEVER;
-    et->seen_armed_ = 0;
-    et->rearms_ = 0;
-    et->wakeups_ = 0;
-    memset(et->late_ns_, 0, sizeof et->late_ns_);
-    et->budget_ = 0;
     et->catchup_ = NULL;
-    /* No wheel until it is checked: close after a failed init must not
-     * read one that was never initialised. */
-    et->wheel_ = NULL;
-    if (!loop_can_bind(wheel, clock) || (flags & ~ROTA_EPOLL_TIMERFD) != 0)
+    if ((flags & ~ROTA_EPOLL_TIMERFD) != 0 ||
+        rota__loop_bind(&et->engine_, wheel, clock) != 0)
         return ROTA_EINVAL;
-    et->wheel_ = wheel;
-    et->clock_ = *clock;
     if (flags & ROTA_EPOLL_TIMERFD) {
         /* The clock's own time line: CLOCK_BOOTTIME for a boottime clock,
          * so that the timerfd counts suspend as the wheel's ticks do (a
          * monotonic timerfd would wake a resumed machine late by the
          * length of the suspend); CLOCK_MONOTONIC otherwise (the coarse
          * clock is the same time line, and timerfd does not accept it). */
-        clockid_t id = (clockid_t)et->clock_.id_ == CLOCK_BOOTTIME
+        clockid_t id = (clockid_t)clock->id_ == CLOCK_BOOTTIME
                            ? CLOCK_BOOTTIME
                            : CLOCK_MONOTONIC;
         et->tfd_ = timerfd_create(id, TFD_NONBLOCK | TFD_CLOEXEC);
-        if (et->tfd_ < 0)
+        if (et->tfd_ < 0) {
+            rota__loop_unbind(&et->engine_);
             return ROTA_ESYS;
+        }
     }
-    int rc = rearm(et);
-    if (rc < 0)
+    int rc = rearm(et, rota__loop_next(&et->engine_, false));
+    if (rc < 0) {
+        rota_epoll_close(et);
         return rc;
-    loop_give_time_source(wheel, &et->clock_); /* loop_common.h: why */
+    }
+    rota__loop_publish(&et->engine_);
     return 0;
 }
 
@@ -157,15 +142,20 @@ int rota_epoll_fd(const struct rota_epoll *et)
     return et == NULL ? -1 : et->tfd_;
 }
 
-uint64_t rota_epoll_armed(const struct rota_epoll *et)
+uint64_t rota_epoll_now(const struct rota_epoll *et)
 {
-    return et == NULL ? ROTA_NEVER : et->armed_;
+    return rota__loop_now(et == NULL ? NULL : &et->engine_);
+}
+
+uint64_t rota_epoll_deadline_in(const struct rota_epoll *et, uint64_t delay_ns)
+{
+    return rota__loop_deadline_in(et == NULL ? NULL : &et->engine_, delay_ns);
 }
 
 void rota_epoll_set_budget(struct rota_epoll *et, size_t max_fires)
 {
     if (et != NULL)
-        et->budget_ = max_fires;
+        et->engine_.budget_ = max_fires;
 }
 
 int rota_epoll_set_catchup(struct rota_epoll *et, struct rota_catchup *c)
@@ -176,27 +166,17 @@ int rota_epoll_set_catchup(struct rota_epoll *et, struct rota_catchup *c)
     return 0;
 }
 
-uint64_t rota_epoll_rearms(const struct rota_epoll *et)
+void rota_epoll_stats(const struct rota_epoll *et, struct rota_loop_stats *out)
 {
-    return et == NULL ? 0 : et->rearms_;
-}
-
-uint64_t rota_epoll_wakeups(const struct rota_epoll *et)
-{
-    return et == NULL ? 0 : et->wakeups_;
-}
-
-void rota_epoll_lateness(const struct rota_epoll *et, struct rota_lateness *out)
-{
-    loop_copy_lateness(et == NULL ? NULL : et->late_ns_, out);
+    if (out != NULL)
+        rota__loop_stats(et == NULL ? NULL : &et->engine_, out);
 }
 
 int rota_epoll_sync(struct rota_epoll *et)
 {
-    if (et == NULL || et->wheel_ == NULL)
+    if (!rota__loop_bound(et == NULL ? NULL : &et->engine_))
         return ROTA_EINVAL;
-    uint64_t next =
-        loop_earlier_deadline(et->wheel_, &et->seen_armed_, et->armed_);
+    uint64_t next = rota__loop_earlier(&et->engine_);
     if (next == ROTA_NEVER)
         return 0;
     /* During a catch-up a new timer waits its turn like the overdue ones:
@@ -210,24 +190,26 @@ int rota_epoll_wait_ms(struct rota_epoll *et, int *timeout_ms)
 {
     if (timeout_ms != NULL)
         *timeout_ms = 0; /* an error never reads as "wait forever" */
-    if (et == NULL || et->wheel_ == NULL || timeout_ms == NULL)
+    if (et == NULL || timeout_ms == NULL)
         return ROTA_EINVAL;
     int rc = rota_epoll_sync(et);
     if (rc < 0)
         return rc; /* the timerfd could not be armed: poll, never hang */
-    if (et->tfd_ >= 0 || et->armed_ == ROTA_NEVER)
+    const struct rota_loop_engine *e = &et->engine_;
+    if (et->tfd_ >= 0 || e->armed_ == ROTA_NEVER)
         *timeout_ms = -1;
     else
-        *timeout_ms = ms_until(
-            loop_ticks_to_ns(et->armed_, rota_clock_ns(&et->clock_, 1)),
-            rota_clock_now_ns(&et->clock_));
+        *timeout_ms =
+            ms_until(loop_ticks_to_ns(e->armed_, rota_clock_ns(&e->clock_, 1)),
+                     rota_clock_now_ns(&e->clock_));
     return 0;
 }
 
 int rota_epoll_dispatch(struct rota_epoll *et)
 {
-    if (et == NULL || et->wheel_ == NULL)
+    if (!rota__loop_bound(et == NULL ? NULL : &et->engine_))
         return ROTA_EINVAL;
+    struct rota_loop_engine *e = &et->engine_;
     bool expired = false;
     if (et->tfd_ >= 0) {
         uint64_t expirations;
@@ -237,66 +219,45 @@ int rota_epoll_dispatch(struct rota_epoll *et)
         else if (got < 0 && errno != EAGAIN && errno != EINTR)
             return ROTA_ESYS;
     }
-    if (et->armed_ == ROTA_NEVER)
+    if (e->armed_ == ROTA_NEVER)
         return 0;
-    uint64_t now = rota_clock_now(&et->clock_);
-    if (expired && now < et->armed_) {
-        /* CLOCK_MONOTONIC has reached the armed deadline; a coarse clock may
-         * lag it by a few ms, and waiting for it would mean re-arming at a
-         * past deadline, over and over, until it catches up. */
-        now = et->armed_;
-    }
-    if (now < et->armed_)
+    /* An expired timerfd: CLOCK_MONOTONIC has reached the armed deadline,
+     * which a coarse clock may not show yet. */
+    if (!expired && rota_clock_now(&e->clock_) < e->armed_)
         return 0; /* not yet: the common case in timeout mode */
-    if (now < loop_wheel_time(et->wheel_))
-        now = loop_wheel_time(et->wheel_); /* not a clock step back: above */
-    et->wakeups_++;
-    loop_count_wake(et->late_ns_, &et->clock_, et->armed_);
+    uint64_t now = rota__loop_wake(e, e->armed_, expired ? e->armed_ : 0);
     if (et->catchup_ != NULL) {
-        int fired = rota_catchup_advance(et->catchup_, et->wheel_, now);
+        int fired = rota_catchup_advance(et->catchup_, e->wheel_, now);
         if (fired < 0)
             return fired;
         int rc;
         if (rota_catchup_active(et->catchup_)) {
             /* Held back: wake at the policy's next turn, not at once. */
-            et->seen_armed_ = loop_armed_count(et->wheel_);
-            rc = arm_at(et, rota_catchup_next_wake(et->catchup_, et->wheel_));
+            rota__loop_next(e, true);
+            rc = arm_at(et, rota_catchup_next_wake(et->catchup_, e->wheel_));
         } else {
-            rc = rearm(et);
+            rc = rearm(et, rota__loop_next(e, false));
         }
         return rc < 0 ? rc : fired;
     }
-    if (et->budget_ == 0) {
-        int fired = rota_wheel_advance(et->wheel_, now);
-        if (fired < 0)
-            return fired;
-        int rc = rearm(et);
-        return rc < 0 ? rc : fired;
-    }
     size_t fired = 0;
-    int more = rota_wheel_advance_max(et->wheel_, now, et->budget_, &fired);
+    int more = rota__loop_advance(e, now, &fired);
     if (more < 0)
         return more;
-    int rc;
-    if (more) {
-        /* Timers remain due: wake again at once, after the loop polled. */
-        et->seen_armed_ = loop_armed_count(et->wheel_);
-        rc = arm_at(et, loop_wheel_time(et->wheel_));
-    } else {
-        rc = rearm(et);
-    }
+    /* Timers left due by the budget: wake again at once, after the poll. */
+    int rc = rearm(et, rota__loop_next(e, more > 0));
     if (rc < 0)
         return rc;
     return fired > INT_MAX ? INT_MAX : (int)fired;
 }
 
-void rota_epoll_close(struct rota_epoll *et)
+int rota_epoll_close(struct rota_epoll *et)
 {
     if (et == NULL)
-        return;
+        return ROTA_EINVAL;
     if (et->tfd_ >= 0)
         close(et->tfd_);
     et->tfd_ = -1;
-    et->armed_ = ROTA_NEVER;
-    loop_take_time_source(et->wheel_, &et->clock_);
+    rota__loop_unbind(&et->engine_);
+    return 0;
 }

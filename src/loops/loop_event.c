@@ -15,32 +15,31 @@
  * libevent activates expired timers and runs their callbacks afterwards, so
  * an evtimer re-added with a zero timeout from its own callback runs in the
  * next iteration, after a poll: a wheel timer that re-arms itself with delay
- * 0 cannot starve the loop.
+ * 0 cannot starve the loop, and timers the budget left due wait for that
+ * next iteration too.
  */
-#define _GNU_SOURCE /* loop_common.h: CLOCK_MONOTONIC_COARSE */
-#include "loop_common.h"
+#define _GNU_SOURCE /* loop_engine.h: CLOCK_MONOTONIC_COARSE */
+#include "loop_engine.h"
 #include "rota/event.h"
 
 #include <stddef.h>
-#include <string.h>
 #include <sys/time.h>
 
 uint64_t rota_event_now(const struct rota_event *rw)
 {
-    return rw == NULL ? 0 : rota_clock_now(&rw->clock_);
+    return rota__loop_now(rw == NULL ? NULL : &rw->engine_);
 }
 
-uint64_t rota_event_deadline_after(const struct rota_event *rw,
-                                   uint64_t delay_ns)
+uint64_t rota_event_deadline_in(const struct rota_event *rw, uint64_t delay_ns)
 {
-    return rw == NULL ? ROTA_MAX_DEADLINE
-                      : rota_clock_deadline_after(&rw->clock_, delay_ns);
+    return rota__loop_deadline_in(rw == NULL ? NULL : &rw->engine_, delay_ns);
 }
 
 static int arm_at(struct rota_event *rw, uint64_t deadline)
 {
-    uint64_t at_ns = loop_ticks_to_ns(deadline, rota_clock_ns(&rw->clock_, 1));
-    uint64_t now_ns = rota_clock_now_ns(&rw->clock_);
+    const struct rota_clock *clock = &rw->engine_.clock_;
+    uint64_t at_ns = loop_ticks_to_ns(deadline, rota_clock_ns(clock, 1));
+    uint64_t now_ns = rota_clock_now_ns(clock);
     uint64_t wait_ns = at_ns > now_ns ? at_ns - now_ns : 0;
     /* libevent adds the timeout to its time as a timeval; keep the seconds
      * well inside what it can add without overflowing (~68 years). */
@@ -57,12 +56,12 @@ static int arm_at(struct rota_event *rw, uint64_t deadline)
     }
 
     event_base_update_cache_time(rw->base_); /* after our reading */
-    rw->rearms_++;
     if (event_add(rw->timer_, &tv) != 0) {
-        rw->seen_armed_ = UINT64_MAX; /* the next sync tries again */
+        rw->engine_.rearms_++;
+        rota__loop_retry(&rw->engine_); /* the next sync tries again */
         return ROTA_ESYS;
     }
-    rw->armed_ = deadline;
+    rota__loop_armed(&rw->engine_, deadline);
     return 1;
 }
 
@@ -70,8 +69,7 @@ int rota_event_sync(struct rota_event *rw)
 {
     if (rw == NULL || rw->timer_ == NULL)
         return ROTA_EINVAL;
-    uint64_t next =
-        loop_earlier_deadline(rw->wheel_, &rw->seen_armed_, rw->armed_);
+    uint64_t next = rota__loop_earlier(&rw->engine_);
     if (next == ROTA_NEVER)
         return 0;
     return arm_at(rw, next);
@@ -80,15 +78,16 @@ int rota_event_sync(struct rota_event *rw)
 static void on_evtimer(evutil_socket_t fd, short what, void *arg)
 {
     struct rota_event *rw = arg;
+    struct rota_loop_engine *e = &rw->engine_;
 
     (void)fd;
     (void)what;
-    rw->wakeups_++;
-    loop_count_wake(rw->late_ns_, &rw->clock_, rw->armed_);
-    rw->armed_ = ROTA_NEVER; /* a non-persistent event is deleted once run */
-    rota_wheel_advance(rw->wheel_, rota_clock_now(&rw->clock_));
-    rw->seen_armed_ = loop_armed_count(rw->wheel_);
-    uint64_t next = rota_wheel_next_deadline(rw->wheel_);
+    uint64_t now = rota__loop_wake(e, e->armed_, ROTA_NEVER);
+    e->armed_ = ROTA_NEVER; /* a non-persistent event is deleted once run */
+    int more = rota__loop_advance(e, now, NULL);
+    if (rw->timer_ == NULL)
+        return; /* closed from a callback, against the header's advice */
+    uint64_t next = rota__loop_next(e, more > 0);
     if (next != ROTA_NEVER)
         arm_at(rw, next); /* on failure the next sync tries again */
 }
@@ -98,50 +97,45 @@ int rota_event_init(struct rota_event *rw, struct event_base *base,
 {
     if (rw == NULL)
         return ROTA_EINVAL;
+    rota__loop_reset(&rw->engine_);
     rw->timer_ = NULL;
-    if (base == NULL || !loop_can_bind(wheel, clock))
+    if (base == NULL || rota__loop_bind(&rw->engine_, wheel, clock) != 0)
         return ROTA_EINVAL;
-    rw->clock_ = *clock;
     rw->base_ = base;
-    rw->wheel_ = wheel;
-    rw->armed_ = ROTA_NEVER;
-    rw->seen_armed_ = 0; /* so the sync below looks at the wheel */
-    rw->rearms_ = 0;
-    rw->wakeups_ = 0;
-    memset(rw->late_ns_, 0, sizeof rw->late_ns_);
     rw->timer_ = evtimer_new(base, on_evtimer, rw);
-    if (rw->timer_ == NULL)
+    if (rw->timer_ == NULL) {
+        rota__loop_unbind(&rw->engine_);
         return ROTA_ENOMEM;
+    }
     int rc = rota_event_sync(rw); /* timers the wheel already holds */
     if (rc < 0) {
         rota_event_close(rw);
         return rc;
     }
-    loop_give_time_source(wheel, &rw->clock_); /* loop_common.h: why */
+    rota__loop_publish(&rw->engine_);
     return 0;
 }
 
-uint64_t rota_event_rearms(const struct rota_event *rw)
+void rota_event_set_budget(struct rota_event *rw, size_t max_fires)
 {
-    return rw == NULL ? 0 : rw->rearms_;
+    if (rw != NULL)
+        rw->engine_.budget_ = max_fires;
 }
 
-uint64_t rota_event_wakeups(const struct rota_event *rw)
+void rota_event_stats(const struct rota_event *rw, struct rota_loop_stats *out)
 {
-    return rw == NULL ? 0 : rw->wakeups_;
+    if (out != NULL)
+        rota__loop_stats(rw == NULL ? NULL : &rw->engine_, out);
 }
 
-void rota_event_lateness(const struct rota_event *rw, struct rota_lateness *out)
+int rota_event_close(struct rota_event *rw)
 {
-    loop_copy_lateness(rw == NULL ? NULL : rw->late_ns_, out);
-}
-
-void rota_event_close(struct rota_event *rw)
-{
-    if (rw == NULL || rw->timer_ == NULL)
-        return;
+    if (rw == NULL)
+        return ROTA_EINVAL;
+    if (rw->timer_ == NULL)
+        return 0;
     event_free(rw->timer_); /* deletes it first if it is pending */
     rw->timer_ = NULL;
-    rw->armed_ = ROTA_NEVER;
-    loop_take_time_source(rw->wheel_, &rw->clock_);
+    rota__loop_unbind(&rw->engine_);
+    return 0;
 }

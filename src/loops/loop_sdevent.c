@@ -6,11 +6,10 @@
  * sd-event keeps one timerfd per clock and a pair of priority queues of the
  * time sources on it; setting a source's time reshuffles both queues and
  * makes the loop re-arm the timerfd before its next poll.  So the adapter
- * keeps to the rule every rota adapter follows: it remembers the setting
- * (`armed_`), which is never later than the wheel's earliest deadline, and
- * calls sd_event_source_set_time() only after a wake-up and when a timer has
- * become earlier than the setting (loop_earlier_deadline(): an O(1) counter
- * comparison when nothing was armed).
+ * keeps to the rule of the adapter engine (loop_engine.c): it calls
+ * sd_event_source_set_time() only after a wake-up and when a timer has
+ * become earlier than the setting (an O(1) counter comparison when nothing
+ * was armed).
  *
  * Why one always-enabled source with a prepare callback, and not a one-shot
  * source plus something else to notice arms: sd-event runs a source's prepare
@@ -33,18 +32,18 @@
  * it cannot starve the loop.
  */
 #define _GNU_SOURCE /* CLOCK_MONOTONIC_COARSE, errno values */
-#include "loop_common.h"
+#include "loop_engine.h"
 #include "rota/sdevent.h"
 
 #include <errno.h>
-#include <string.h>
 #include <time.h>
 
 /* Ticks to sd-event's microseconds, rounded up (never before the deadline);
  * a deadline that does not fit is "never". */
 static uint64_t ticks_to_usec(const struct rota_sdevent *rs, uint64_t ticks)
 {
-    uint64_t ns = loop_ticks_to_ns(ticks, rota_clock_ns(&rs->clock_, 1));
+    uint64_t ns =
+        loop_ticks_to_ns(ticks, rota_clock_ns(&rs->engine_.clock_, 1));
     if (ns == UINT64_MAX)
         return UINT64_MAX; /* USEC_INFINITY */
     return ns / 1000u + (ns % 1000u != 0);
@@ -68,26 +67,26 @@ static void drop_source(sd_event_source *src)
 /* Set the source to `deadline` (ticks; ROTA_NEVER: infinity). */
 static int arm_at(struct rota_sdevent *rs, uint64_t deadline)
 {
+    struct rota_loop_engine *e = &rs->engine_;
     uint64_t usec = UINT64_MAX;
     if (deadline != ROTA_NEVER) {
         usec = ticks_to_usec(rs, deadline);
-        rs->rearms_++; /* setting to infinity is a disarm: not counted */
+        e->rearms_++; /* setting to infinity is a disarm: not counted */
     }
     int r = sd_event_source_set_time(rs->source_, usec);
     if (r < 0) {
-        rs->seen_armed_ = UINT64_MAX; /* the next sync tries again */
+        rota__loop_retry(e); /* the next sync tries again */
         return sd_failed(r);
     }
-    rs->armed_ = deadline;
+    e->armed_ = deadline;
     return 1;
 }
 
 /* After a wake-up (or at init): the wheel's next deadline, or infinity. */
 static int rearm(struct rota_sdevent *rs)
 {
-    rs->seen_armed_ = loop_armed_count(rs->wheel_);
-    uint64_t next = rota_wheel_next_deadline(rs->wheel_);
-    if (next == rs->armed_)
+    uint64_t next = rota__loop_next(&rs->engine_, false);
+    if (next == rs->engine_.armed_)
         return 0; /* already set there (at init: both ROTA_NEVER) */
     return arm_at(rs, next);
 }
@@ -96,8 +95,7 @@ int rota_sdevent_sync(struct rota_sdevent *rs)
 {
     if (rs == NULL || rs->source_ == NULL)
         return ROTA_EINVAL;
-    uint64_t next =
-        loop_earlier_deadline(rs->wheel_, &rs->seen_armed_, rs->armed_);
+    uint64_t next = rota__loop_earlier(&rs->engine_);
     if (next == ROTA_NEVER)
         return 0;
     return arm_at(rs, next);
@@ -115,32 +113,21 @@ static int on_prepare(sd_event_source *s, void *userdata)
 static int on_time(sd_event_source *s, uint64_t usec, void *userdata)
 {
     struct rota_sdevent *rs = userdata;
+    struct rota_loop_engine *e = &rs->engine_;
 
     (void)s;
     (void)usec;
-    rs->wakeups_++;
-    loop_count_wake(rs->late_ns_, &rs->clock_, rs->armed_);
-    uint64_t now = rota_clock_now(&rs->clock_);
-    if (now < rs->armed_) {
-        /* CLOCK_MONOTONIC has passed the setting (sd-event fired the
-         * source); a coarse clock may lag it by a few ms, and waiting for
-         * it would mean waking again and again until it catches up. */
-        now = rs->armed_;
-    }
-    if (now < loop_wheel_time(rs->wheel_))
-        now = loop_wheel_time(rs->wheel_);
-    int more = 0;
-    if (rs->budget_ == 0)
-        rota_wheel_advance(rs->wheel_, now);
-    else
-        more = rota_wheel_advance_max(rs->wheel_, now, rs->budget_, NULL);
+    /* sd-event fired the source: CLOCK_MONOTONIC has passed the setting,
+     * which a coarse clock may not show yet (the floor). */
+    uint64_t now = rota__loop_wake(e, e->armed_, e->armed_);
+    int more = rota__loop_advance(e, now, NULL);
     if (rs->source_ == NULL)
         return 0; /* closed from a callback, against the header's advice */
     if (more == 1) {
         /* Work left.  The source's time has passed (it just fired), and an
          * ON source left at a past time is found pending again by
          * sd-event's next iteration, after its poll: nothing to set. */
-        rs->seen_armed_ = loop_armed_count(rs->wheel_);
+        rota__loop_next(e, true);
         return 0;
     }
     /* Whatever happens, return 0: sd-event disables a source whose
@@ -155,18 +142,10 @@ int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
 {
     if (rs == NULL)
         return ROTA_EINVAL;
+    rota__loop_reset(&rs->engine_);
     rs->source_ = NULL;
-    rs->wheel_ = NULL; /* until checked: close after a failed init */
-    rs->armed_ = ROTA_NEVER;
-    rs->seen_armed_ = 0;
-    rs->rearms_ = 0;
-    rs->wakeups_ = 0;
-    memset(rs->late_ns_, 0, sizeof rs->late_ns_);
-    rs->budget_ = 0;
-    if (event == NULL || !loop_can_bind(wheel, clock))
+    if (event == NULL || rota__loop_bind(&rs->engine_, wheel, clock) != 0)
         return ROTA_EINVAL;
-    rs->wheel_ = wheel;
-    rs->clock_ = *clock;
     /* sd-event has no coarse time sources; the coarse clock is the same
      * time line as CLOCK_MONOTONIC.  Any other clock id is passed on, and
      * refused below if sd-event has no time sources for it. */
@@ -176,6 +155,8 @@ int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
 
     sd_event_source *src;
     int r = sd_event_add_time(event, &src, id, UINT64_MAX, 1, on_time, rs);
+    if (r < 0)
+        rota__loop_unbind(&rs->engine_);
     if (r == -EOPNOTSUPP || r == -EINVAL)
         return ROTA_EINVAL;
     if (r < 0)
@@ -187,6 +168,7 @@ int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
         (void)sd_event_source_set_description(src, "rota-wheel");
     if (r < 0) {
         drop_source(src);
+        rota__loop_unbind(&rs->engine_);
         return sd_failed(r);
     }
     rs->source_ = src;
@@ -195,26 +177,25 @@ int rota_sdevent_init(struct rota_sdevent *rs, sd_event *event,
         rota_sdevent_close(rs);
         return r;
     }
-    loop_give_time_source(wheel, &rs->clock_); /* loop_common.h: why */
+    rota__loop_publish(&rs->engine_);
     return 0;
 }
 
 uint64_t rota_sdevent_now(const struct rota_sdevent *rs)
 {
-    return rs == NULL ? 0 : rota_clock_now(&rs->clock_);
+    return rota__loop_now(rs == NULL ? NULL : &rs->engine_);
 }
 
-uint64_t rota_sdevent_deadline_after(const struct rota_sdevent *rs,
-                                     uint64_t delay_ns)
+uint64_t rota_sdevent_deadline_in(const struct rota_sdevent *rs,
+                                  uint64_t delay_ns)
 {
-    return rs == NULL ? ROTA_MAX_DEADLINE
-                      : rota_clock_deadline_after(&rs->clock_, delay_ns);
+    return rota__loop_deadline_in(rs == NULL ? NULL : &rs->engine_, delay_ns);
 }
 
 void rota_sdevent_set_budget(struct rota_sdevent *rs, size_t max_fires)
 {
     if (rs != NULL)
-        rs->budget_ = max_fires;
+        rs->engine_.budget_ = max_fires;
 }
 
 int rota_sdevent_set_priority(struct rota_sdevent *rs, int64_t priority)
@@ -225,34 +206,20 @@ int rota_sdevent_set_priority(struct rota_sdevent *rs, int64_t priority)
     return r < 0 ? sd_failed(r) : 0;
 }
 
-uint64_t rota_sdevent_armed(const struct rota_sdevent *rs)
+void rota_sdevent_stats(const struct rota_sdevent *rs,
+                        struct rota_loop_stats *out)
 {
-    return rs == NULL ? ROTA_NEVER : rs->armed_;
+    if (out != NULL)
+        rota__loop_stats(rs == NULL ? NULL : &rs->engine_, out);
 }
 
-uint64_t rota_sdevent_rearms(const struct rota_sdevent *rs)
-{
-    return rs == NULL ? 0 : rs->rearms_;
-}
-
-uint64_t rota_sdevent_wakeups(const struct rota_sdevent *rs)
-{
-    return rs == NULL ? 0 : rs->wakeups_;
-}
-
-void rota_sdevent_lateness(const struct rota_sdevent *rs,
-                           struct rota_lateness *out)
-{
-    loop_copy_lateness(rs == NULL ? NULL : rs->late_ns_, out);
-}
-
-void rota_sdevent_close(struct rota_sdevent *rs)
+int rota_sdevent_close(struct rota_sdevent *rs)
 {
     if (rs == NULL)
-        return;
+        return ROTA_EINVAL;
     if (rs->source_ != NULL)
         drop_source(rs->source_);
     rs->source_ = NULL;
-    rs->armed_ = ROTA_NEVER;
-    loop_take_time_source(rs->wheel_, &rs->clock_);
+    rota__loop_unbind(&rs->engine_);
+    return 0;
 }

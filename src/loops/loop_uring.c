@@ -12,9 +12,10 @@
  * timeout then fires early, the wheel files the touched timer where it now
  * belongs, and the new timeout goes to the wheel's new next deadline.
  *
- * Noticing an earlier arm costs a counter comparison (loop_common.h): the
- * wheel counts every arm and earlier touch in stats.armed, and only when
- * that moved since the last sync is the wheel asked for its next deadline.
+ * Noticing an earlier arm costs a counter comparison (the adapter engine,
+ * loop_engine.c): the wheel counts every arm and earlier touch in
+ * stats.armed, and only when that moved since the last sync is the wheel
+ * asked for its next deadline.
  *
  * THE COMPLETIONS
  *   Two user_data values are the adapter's: the struct's address for
@@ -50,7 +51,7 @@
  * process, while the wheel keeps the true deadline.
  */
 #define _GNU_SOURCE /* CLOCK_MONOTONIC_COARSE under -std=c11 */
-#include "loop_common.h"
+#include "loop_engine.h"
 #include "rota/uring.h"
 
 #include <errno.h>
@@ -76,7 +77,8 @@ static struct __kernel_timespec *timespec_of(struct rota_uring *ut)
 
 static void set_timespec(struct rota_uring *ut, uint64_t deadline)
 {
-    uint64_t ns = loop_ticks_to_ns(deadline, rota_clock_ns(&ut->clock_, 1));
+    uint64_t ns =
+        loop_ticks_to_ns(deadline, rota_clock_ns(&ut->engine_.clock_, 1));
     /* tv_sec is signed: keep it positive (centuries ahead is "never"). */
     if (ns > (uint64_t)INT64_MAX)
         ns = (uint64_t)INT64_MAX;
@@ -98,7 +100,7 @@ static int arm_at(struct rota_uring *ut, uint64_t deadline)
 {
     unsigned need = ut->timeouts_ == 0 || ut->can_update_ ? 1 : 2;
     if (io_uring_sq_space_left(ut->ring_) < need) {
-        ut->seen_armed_ = UINT64_MAX; /* the next sync asks the wheel again */
+        rota__loop_retry(&ut->engine_); /* the next sync asks again */
         return ROTA_EAGAIN;
     }
     set_timespec(ut, deadline);
@@ -122,8 +124,7 @@ static int arm_at(struct rota_uring *ut, uint64_t deadline)
         ut->low_ = deadline;
     ut->sqes_ += need;
     ut->inflight_ += need;
-    ut->rearms_++;
-    ut->armed_ = deadline;
+    rota__loop_armed(&ut->engine_, deadline);
     return 1;
 }
 
@@ -134,28 +135,24 @@ int rota_uring_init(struct rota_uring *ut, struct io_uring *ring,
     if (ut == NULL)
         return ROTA_EINVAL;
     memset(ut, 0, sizeof *ut);
-    ut->armed_ = ROTA_NEVER;
+    rota__loop_reset(&ut->engine_);
     ut->low_ = ROTA_NEVER;
     ut->closed_ = 1; /* until bound: sync and close do nothing */
-    if (ring == NULL || wheel == NULL || clock == NULL ||
-        (flags & ~ROTA_URING_NO_UPDATE) != 0 ||
+    if (ring == NULL || clock == NULL || (flags & ~ROTA_URING_NO_UPDATE) != 0 ||
         (ring->flags & IORING_SETUP_SQPOLL) != 0)
         return ROTA_EINVAL;
     /* The timeout runs on CLOCK_MONOTONIC: the clock must share its line. */
     if (clock->id_ != CLOCK_MONOTONIC && clock->id_ != CLOCK_MONOTONIC_COARSE)
         return ROTA_EINVAL;
+    if (rota__loop_bind(&ut->engine_, wheel, clock) != 0)
+        return ROTA_EINVAL;
     ut->ring_ = ring;
-    ut->wheel_ = wheel;
-    ut->clock_ = *clock;
     ut->can_update_ = !(flags & ROTA_URING_NO_UPDATE) &&
                       (ring->features & IORING_FEAT_EXT_ARG) != 0;
     ut->closed_ = 0;
-    loop_give_time_source(wheel, &ut->clock_); /* loop_common.h: why */
-    /* seen_armed_ 0 never equals a live wheel's count once anything was
-     * armed, so the first sync asks the wheel; asking here too arms at
-     * once for the timers already pending. */
-    ut->seen_armed_ = loop_armed_count(wheel);
-    uint64_t next = rota_wheel_next_deadline(wheel);
+    rota__loop_publish(&ut->engine_);
+    /* Ask the wheel now, to arm at once for the timers already pending. */
+    uint64_t next = rota__loop_next(&ut->engine_, false);
     if (next == ROTA_NEVER)
         return 0;
     int rc = arm_at(ut, next);
@@ -170,8 +167,7 @@ int rota_uring_sync(struct rota_uring *ut)
         return 0;
     /* armed_ is ROTA_NEVER when no timeout is in flight, so any deadline
      * is "earlier" then. */
-    uint64_t next =
-        loop_earlier_deadline(ut->wheel_, &ut->seen_armed_, ut->armed_);
+    uint64_t next = rota__loop_earlier(&ut->engine_);
     if (next == ROTA_NEVER)
         return 0;
     return arm_at(ut, next);
@@ -181,14 +177,13 @@ int rota_uring_sync(struct rota_uring *ut)
  * when the budget left timers due. */
 static int rearm(struct rota_uring *ut, bool more)
 {
-    ut->seen_armed_ = loop_armed_count(ut->wheel_);
-    uint64_t next = more ? loop_wheel_time(ut->wheel_)
-                         : rota_wheel_next_deadline(ut->wheel_);
+    struct rota_loop_engine *e = &ut->engine_;
+    uint64_t next = rota__loop_next(e, more);
     if (ut->timeouts_ == 0)
-        ut->armed_ = ROTA_NEVER;
+        e->armed_ = ROTA_NEVER;
     /* A stale timeout still in flight at a later deadline costs one harmless
      * wake-up; it is moved only when the wheel needs it earlier. */
-    if (next == ROTA_NEVER || next >= ut->armed_)
+    if (next == ROTA_NEVER || next >= e->armed_)
         return 0;
     int rc = arm_at(ut, next);
     return rc < 0 ? rc : 0;
@@ -197,22 +192,11 @@ static int rearm(struct rota_uring *ut, bool more)
 /* The timeout fired: advance the wheel and arm again.  Callbacks run. */
 static int wake(struct rota_uring *ut, uint64_t fired_at_least)
 {
-    uint64_t now = rota_clock_now(&ut->clock_);
-    if (now < fired_at_least)
-        now = fired_at_least; /* a coarse clock lags CLOCK_MONOTONIC */
-    if (now < loop_wheel_time(ut->wheel_))
-        now = loop_wheel_time(ut->wheel_);
-    ut->wakeups_++;
-    loop_count_wake(ut->late_ns_, &ut->clock_, fired_at_least);
-    size_t fired = 0;
-    int more = 0;
+    /* A coarse clock lags CLOCK_MONOTONIC, which passed fired_at_least. */
+    uint64_t now =
+        rota__loop_wake(&ut->engine_, fired_at_least, fired_at_least);
     ut->in_handle_ = 1;
-    if (ut->budget_ == 0) {
-        int n = rota_wheel_advance(ut->wheel_, now);
-        more = n < 0 ? n : 0;
-    } else {
-        more = rota_wheel_advance_max(ut->wheel_, now, ut->budget_, &fired);
-    }
+    int more = rota__loop_advance(&ut->engine_, now, NULL);
     ut->in_handle_ = 0;
     if (more < 0)
         return more;
@@ -221,7 +205,6 @@ static int wake(struct rota_uring *ut, uint64_t fired_at_least)
     int rc = rearm(ut, more > 0);
     return rc < 0 ? rc : 1;
 }
-
 int rota_uring_handle(struct rota_uring *ut, const struct io_uring_cqe *cqe)
 {
     if (ut == NULL || cqe == NULL)
@@ -233,8 +216,8 @@ int rota_uring_handle(struct rota_uring *ut, const struct io_uring_cqe *cqe)
              * stayed where it was.  Move it the other way at the next
              * sync. */
             ut->can_update_ = 0;
-            ut->armed_ = ROTA_NEVER;
-            ut->seen_armed_ = UINT64_MAX;
+            ut->engine_.armed_ = ROTA_NEVER;
+            rota__loop_retry(&ut->engine_);
         }
         /* 0: moved or removed.  -ENOENT, -EALREADY: the timeout fired first;
          * its own completion is the wake-up. */
@@ -254,8 +237,8 @@ int rota_uring_handle(struct rota_uring *ut, const struct io_uring_cqe *cqe)
     if (ut->timeouts_ == 0 && !ut->closed_) {
         /* Removed by someone else, or refused: nothing wakes the loop now.
          * The next sync arms again. */
-        ut->armed_ = ROTA_NEVER;
-        ut->seen_armed_ = UINT64_MAX;
+        ut->engine_.armed_ = ROTA_NEVER;
+        rota__loop_retry(&ut->engine_);
     }
     if (cqe->res == -ECANCELED || cqe->res == 0)
         return 1;
@@ -273,37 +256,30 @@ bool rota_uring_owns(const struct rota_uring *ut,
 void rota_uring_set_budget(struct rota_uring *ut, size_t max_fires)
 {
     if (ut != NULL)
-        ut->budget_ = max_fires;
+        ut->engine_.budget_ = max_fires;
 }
 
-uint64_t rota_uring_armed(const struct rota_uring *ut)
+uint64_t rota_uring_now(const struct rota_uring *ut)
 {
-    return ut == NULL ? ROTA_NEVER : ut->armed_;
+    return rota__loop_now(ut == NULL ? NULL : &ut->engine_);
 }
 
-unsigned rota_uring_inflight(const struct rota_uring *ut)
+uint64_t rota_uring_deadline_in(const struct rota_uring *ut, uint64_t delay_ns)
 {
-    return ut == NULL ? 0 : ut->inflight_;
+    return rota__loop_deadline_in(ut == NULL ? NULL : &ut->engine_, delay_ns);
 }
 
-void rota_uring_lateness(const struct rota_uring *ut, struct rota_lateness *out)
-{
-    loop_copy_lateness(ut == NULL ? NULL : ut->late_ns_, out);
-}
-
-void rota_uring_stats(const struct rota_uring *ut, struct rota_uring_stats *out)
+void rota_uring_stats(const struct rota_uring *ut, struct rota_loop_stats *out)
 {
     if (out == NULL)
         return;
-    memset(out, 0, sizeof *out);
+    rota__loop_stats(ut == NULL ? NULL : &ut->engine_, out);
     if (ut == NULL)
         return;
-    out->rearms = ut->rearms_;
-    out->wakeups = ut->wakeups_;
+    out->in_flight = ut->inflight_;
     out->sqes = ut->sqes_;
     out->updates = ut->updates_;
     out->removes = ut->removes_;
-    out->inflight = ut->inflight_;
     out->update = ut->can_update_;
 }
 
@@ -321,7 +297,6 @@ int rota_uring_close(struct rota_uring *ut)
         ut->inflight_++;
     }
     ut->closed_ = 1;
-    ut->armed_ = ROTA_NEVER;
-    loop_take_time_source(ut->wheel_, &ut->clock_);
+    rota__loop_unbind(&ut->engine_);
     return ut->inflight_ > INT_MAX ? INT_MAX : (int)ut->inflight_;
 }

@@ -41,7 +41,7 @@ int main(void)
     if (rota_ev_init(&rw, loop, &wheel, &clock) != 0)
         return fail("rota_ev_init failed");
     rota_timer_init(&timer, on_timer);
-    deadline = rota_ev_deadline_after(&rw, 2000000);
+    deadline = rota_ev_deadline_in(&rw, 2000000);
     if (rota_timer_arm_at(&wheel, &timer, deadline) != 0)
         return fail("rota_timer_arm_at failed");
     /* Armed outside the loop: no sync needed with ev_run(). */

@@ -41,7 +41,7 @@ int main(void)
     if (rota_event_init(&rw, base, &wheel, &clock) != 0)
         return fail("rota_event_init failed");
     rota_timer_init(&timer, on_timer);
-    deadline = rota_event_deadline_after(&rw, 2000000);
+    deadline = rota_event_deadline_in(&rw, 2000000);
     if (rota_timer_arm_at(&wheel, &timer, deadline) != 0)
         return fail("rota_timer_arm_at failed");
     rota_event_sync(&rw); /* after an arm */

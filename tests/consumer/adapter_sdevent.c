@@ -42,14 +42,16 @@ int main(void)
     if (rota_sdevent_init(&rs, event, &wheel, &clock) != 0)
         return fail("rota_sdevent_init failed");
     rota_timer_init(&timer, on_timer);
-    deadline = rota_sdevent_deadline_after(&rs, 2000000);
+    deadline = rota_sdevent_deadline_in(&rs, 2000000);
     if (rota_timer_arm_at(&wheel, &timer, deadline) != 0)
         return fail("rota_timer_arm_at failed");
-    if (rota_sdevent_sync(&rs) != 1) /* so that armed() is current */
+    if (rota_sdevent_sync(&rs) != 1) /* so that stats.armed is current */
         return fail("rota_sdevent_sync did not set the source");
     /* An sd-event loop never ends by itself: run until the wheel's source
      * is set to nothing (bounded, in case it never is). */
-    while (rota_sdevent_armed(&rs) != ROTA_NEVER && turns++ < 100)
+    struct rota_loop_stats st;
+    while ((rota_sdevent_stats(&rs, &st), st.armed != ROTA_NEVER) &&
+           turns++ < 100)
         if (sd_event_run(event, 1000000) < 0)
             return fail("sd_event_run failed");
     if (fired != 1)

@@ -42,7 +42,7 @@ int main(void)
     if (rota_uv_init(&rw, &loop, &wheel, &clock) != 0)
         return fail("rota_uv_init failed");
     rota_timer_init(&timer, on_timer);
-    deadline = rota_uv_deadline_after(&rw, 2000000);
+    deadline = rota_uv_deadline_in(&rw, 2000000);
     if (rota_timer_arm_at(&wheel, &timer, deadline) != 0)
         return fail("rota_timer_arm_at failed");
     /* Armed outside the loop, before its first run: no sync needed. */
@@ -51,8 +51,13 @@ int main(void)
         return fail("the timer did not fire once");
     if (rota_uv_now(&rw) < deadline)
         return fail("the timer fired early");
-    rota_uv_close(&rw, NULL);
+    if (rota_uv_close(&rw) != 2)
+        return fail("rota_uv_close did not report its two handles");
     uv_run(&loop, UV_RUN_DEFAULT);
+    struct rota_loop_stats st;
+    rota_uv_stats(&rw, &st);
+    if (st.in_flight != 0)
+        return fail("rota_uv_stats reports handles still closing");
     if (uv_loop_close(&loop) != 0)
         return fail("a handle is still open after rota_uv_close");
     printf("rota %s + libuv %s: timer fired once\n", rota_version(),

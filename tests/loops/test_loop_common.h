@@ -27,6 +27,7 @@
  * CLOCK_MONOTONIC and uv.h's pthread types need it under -std=c11. */
 
 #include <rota.h>
+#include <rota/loop.h>
 
 #include "harness.h"
 
@@ -79,7 +80,7 @@ struct lt_ops {
     /* Create the loop and bind the adapter to `wheel`, which lt_init() has
      * initialised at `clock`'s time (the adapter does not). */
     void (*init)(struct rota_wheel *wheel, const struct rota_clock *clock);
-    uint64_t (*deadline_after)(uint64_t delay_ns);
+    uint64_t (*deadline_in)(uint64_t delay_ns);
     /* The adapter's sync (after arming outside the loop). */
     void (*sync)(void);
     /* Call fn(fd, arg) whenever fd is readable; stop that. */
@@ -89,10 +90,9 @@ struct lt_ops {
     void (*run)(void);
     /* Stop the adapter and destroy the loop. */
     void (*fini)(void);
-    uint64_t (*rearms)(void);
-    uint64_t (*wakeups)(void);
-    /* The adapter's wake-up lateness histogram (rota_*_lateness()). */
-    void (*lateness)(struct rota_lateness *out);
+    /* The adapter's stats call (rota/loop.h) and its budget. */
+    void (*stats)(struct rota_loop_stats *out);
+    void (*set_budget)(size_t max_fires);
     /* libevent: arms made in I/O callbacks need an explicit sync. */
     bool sync_in_callbacks;
     /* Arms made outside the loop need a sync before it runs (libevent),
@@ -106,6 +106,23 @@ struct lt_ops {
 };
 
 static const struct lt_ops *lt;
+
+static struct rota_loop_stats lt_stats(void)
+{
+    struct rota_loop_stats st;
+    lt->stats(&st);
+    return st;
+}
+
+static uint64_t lt_rearms(void)
+{
+    return lt_stats().rearms;
+}
+
+static uint64_t lt_wakeups(void)
+{
+    return lt_stats().wakeups;
+}
 static struct rota_wheel lt_wheel;
 static struct rota_clock lt_clock;
 
@@ -164,8 +181,7 @@ static void lt_arm_fn(struct lt_timer *x, uint64_t delay_ns, uint64_t tick_ns,
     x->fired_ns = 0;
     x->tick_ns = tick_ns;
     rota_timer_init(&x->t, fn);
-    CHECK(rota_timer_arm_at(&lt_wheel, &x->t, lt->deadline_after(delay_ns)) ==
-          0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &x->t, lt->deadline_in(delay_ns)) == 0);
 }
 
 static void lt_arm(struct lt_timer *x, uint64_t delay_ns, uint64_t tick_ns)
@@ -193,18 +209,18 @@ static void lt_scenario_timers(void)
     /* One OS timer: wake-ups are bounded by distinct deadlines, not by
      * timers; and each wake-up re-arms once at most. */
     if (lt->counts_rearms)
-        CHECK_CMPU(lt->rearms(), <=, lt->wakeups() + 1);
+        CHECK_CMPU(lt_rearms(), <=, lt_wakeups() + 1);
     printf("%s: timers: %d fired, max lateness %.2f ms, %" PRIu64
            " wake-ups, %" PRIu64 " re-arms\n",
-           lt->name, lt_fired, (double)lt_max_late_ns / 1e6, lt->wakeups(),
-           lt->rearms());
+           lt->name, lt_fired, (double)lt_max_late_ns / 1e6, lt_wakeups(),
+           lt_rearms());
     /* Both histograms count what they say: the wheel's one per timer, the
      * adapter's one per wake-up, and no wake-up comes before its deadline
      * by more than the clock's own rounding (bucket 0 holds those). */
     struct rota_lateness wheel_late, wake_late;
     uint64_t wheel_sum = 0, wake_sum = 0, median = 0;
     rota_wheel_lateness(&lt_wheel, &wheel_late);
-    lt->lateness(&wake_late);
+    wake_late = lt_stats().lateness;
     for (unsigned k = 0; k < ROTA_LATE_BUCKETS; k++) {
         wheel_sum += wheel_late.count[k];
         wake_sum += wake_late.count[k];
@@ -217,7 +233,7 @@ static void lt_scenario_timers(void)
         }
     }
     CHECK_CMPU(wheel_sum, ==, (uint64_t)LT_NTIMERS);
-    CHECK_CMPU(wake_sum, ==, lt->wakeups());
+    CHECK_CMPU(wake_sum, ==, lt_wakeups());
     printf("%s: wake-up lateness: median under %" PRIu64 " us\n", lt->name,
            median == 0 ? 0 : ((uint64_t)1 << median) / 1000 + 1);
     lt->fini();
@@ -369,7 +385,7 @@ static void lt_on_server_readable(int fd, void *arg)
     if (n > 0) {
         /* Touch on every read: must never re-arm the loop's timer. */
         CHECK(rota_timer_touch_at(&lt_wheel, &c->idle,
-                                  lt->deadline_after(LT_IDLE_NS)) == 0);
+                                  lt->deadline_in(LT_IDLE_NS)) == 0);
         lt_touches++;
     }
 }
@@ -417,12 +433,12 @@ static void lt_scenario_idle_kicks(void)
         rota_timer_init(&c->idle, lt_on_idle);
         rota_periodic_init(&c->chat, lt_on_chat);
         CHECK(rota_timer_arm_at(&lt_wheel, &c->idle,
-                                lt->deadline_after(LT_IDLE_NS)) == 0);
+                                lt->deadline_in(LT_IDLE_NS)) == 0);
         lt->watch(c->server_fd, lt_on_server_readable, c);
         c->last_write_ns = lt_mono_ns();
         CHECK(write(c->client_fd, "h", 1) == 1);
         if (c->chatty) {
-            uint64_t first = lt->deadline_after(LT_CHAT_NS);
+            uint64_t first = lt->deadline_in(LT_CHAT_NS);
             CHECK(rota_periodic_arm_at(&lt_wheel, &c->chat, first,
                                        LT_CHAT_NS / LT_KICK_TICK_NS,
                                        ROTA_MISSED_SKIP) == 0);
@@ -430,8 +446,8 @@ static void lt_scenario_idle_kicks(void)
     }
     close(ls);
     rota_timer_init(&lt_stop, lt_on_stop);
-    CHECK(rota_timer_arm_at(&lt_wheel, &lt_stop,
-                            lt->deadline_after(LT_RUN_NS)) == 0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &lt_stop, lt->deadline_in(LT_RUN_NS)) ==
+          0);
     lt->sync();
     lt->run();
 
@@ -455,12 +471,12 @@ static void lt_scenario_idle_kicks(void)
     /* Touches did not re-arm: at most one arming per wake-up, plus the
      * first. */
     if (lt->counts_rearms) {
-        CHECK_CMPU(lt->rearms(), <=, lt->wakeups() + 1);
-        CHECK_CMPU(lt->rearms(), <, lt_touches);
+        CHECK_CMPU(lt_rearms(), <=, lt_wakeups() + 1);
+        CHECK_CMPU(lt_rearms(), <, lt_touches);
     }
     printf("%s: idle kicks: %" PRIu64 " touches, %" PRIu64 " re-arms, %" PRIu64
            " wake-ups, slowest kick %.1f ms after the last byte\n",
-           lt->name, lt_touches, lt->rearms(), lt->wakeups(),
+           lt->name, lt_touches, lt_rearms(), lt_wakeups(),
            (double)worst / 1e6);
     lt->fini();
 }
@@ -472,29 +488,29 @@ static void lt_scenario_idle_kicks(void)
 static void lt_scenario_sync_rule(void)
 {
     lt_init(LT_MS);
-    uint64_t base = lt->rearms();
+    uint64_t base = lt_rearms();
     for (int i = 0; i < 100; i++)
         lt_arm(&lt_many[i], (uint64_t)(1000 + i) * LT_MS, LT_MS);
     lt->sync();
-    CHECK_CMPU(lt->rearms(), ==, base + 1);
+    CHECK_CMPU(lt_rearms(), ==, base + 1);
     for (int i = 0; i < 100; i++)
         CHECK(rota_timer_touch_at(&lt_wheel, &lt_many[i].t,
-                                  lt->deadline_after(5000 * LT_MS)) == 0);
+                                  lt->deadline_in(5000 * LT_MS)) == 0);
     lt->sync();
     for (int i = 50; i < 100; i++)
         CHECK(rota_timer_cancel(&lt_wheel, &lt_many[i].t) == 1);
     lt->sync();
-    CHECK_CMPU(lt->rearms(), ==, base + 1);
+    CHECK_CMPU(lt_rearms(), ==, base + 1);
     CHECK(rota_timer_arm_at(&lt_wheel, &lt_many[50].t,
-                            lt->deadline_after(10 * LT_MS)) == 0);
+                            lt->deadline_in(10 * LT_MS)) == 0);
     lt->sync();
     lt->sync();
-    CHECK_CMPU(lt->rearms(), ==, base + 2);
+    CHECK_CMPU(lt_rearms(), ==, base + 2);
     for (int i = 0; i < 51; i++)
         rota_timer_cancel(&lt_wheel, &lt_many[i].t);
     CHECK_CMPU(rota_wheel_count(&lt_wheel), ==, 0);
     lt->run(); /* one wake-up that finds nothing, then the loop ends */
-    CHECK_CMPU(lt->rearms(), ==, base + 2);
+    CHECK_CMPU(lt_rearms(), ==, base + 2);
     lt->fini();
 }
 
@@ -523,7 +539,7 @@ static void lt_scenario_keeps_loop_alive(void)
           0);
     lt->init(&lt_wheel, &lt_clock);
     if (lt->counts_rearms) /* init armed the loop's timer for it */
-        CHECK_CMPU(lt->rearms(), ==, 1);
+        CHECK_CMPU(lt_rearms(), ==, 1);
     for (int i = 1; i < 50; i++)
         lt_arm(&lt_many[i], (uint64_t)(20 + i) * LT_MS, LT_MS);
     if (lt->sync_before_run)
@@ -592,7 +608,7 @@ static void lt_gap_arm_far(void)
     rota_timer_init(&lt_touched.t, lt_on_timer);
     lt_touched.due_ns = UINT64_MAX; /* not to fire before the touch */
     CHECK(rota_timer_arm_at(&lt_wheel, &lt_touched.t,
-                            lt->deadline_after(10000 * LT_MS)) == 0);
+                            lt->deadline_in(10000 * LT_MS)) == 0);
 }
 
 static void lt_on_gap_over(int fd, void *arg)
@@ -663,6 +679,36 @@ static void lt_scenario_delay_after_idle(void)
     CHECK_CMPU(rota_wheel_now(&lt_wheel), ==, closed_at);
 }
 
+/* ------------------------------------- scenario: a budget spreads a storm */
+
+/* LT_STORM timers due together, a budget of LT_STORM_BUDGET callbacks per
+ * wake-up: every timer fires, never early and within a tick + slack, and it
+ * takes at least LT_STORM / LT_STORM_BUDGET wake-ups (without the budget a
+ * wake-up or two run them all: the planted fault below). */
+#define LT_STORM 40
+#define LT_STORM_BUDGET 4
+
+static bool lt_planted_no_budget;
+
+static void lt_scenario_budget(void)
+{
+    lt_init(LT_MS);
+    lt_fired = 0;
+    lt_max_late_ns = 0;
+    lt->set_budget(lt_planted_no_budget ? 0 : LT_STORM_BUDGET);
+    for (int i = 0; i < LT_STORM; i++)
+        lt_arm(&lt_many[i], 20 * LT_MS, LT_MS);
+    lt->sync();
+    lt->run();
+    CHECK_CMPU(lt_fired, ==, LT_STORM);
+    CHECK_CMPU(rota_wheel_count(&lt_wheel), ==, 0);
+    CHECK_CMPU(lt_wakeups(), >=, LT_STORM / LT_STORM_BUDGET);
+    printf("%s: budget %d: %d timers in %" PRIu64 " wake-ups\n", lt->name,
+           LT_STORM_BUDGET, lt_fired, lt_wakeups());
+    lt->set_budget(0);
+    lt->fini();
+}
+
 /* ---------------------------------------------- the scenarios as tests */
 
 /* Select `ops` for the next scenario (and whatever its flavour needs).
@@ -693,7 +739,7 @@ static void lt_sync_is_lazy(const struct lt_ops *ops)
 }
 
 /*
- * LT_TESTS(v, ops) defines the seven scenarios as tests named v_<scenario>
+ * LT_TESTS(v, ops) defines the eight scenarios as tests named v_<scenario>
  * for the struct lt_ops `ops` (an object with static storage), and
  * LT_TEST_LIST(v) lists them for h_main(), so `test_loop_epoll
  * epoll_timerfd_idle` runs one scenario on one flavour.
@@ -732,6 +778,11 @@ static void lt_sync_is_lazy(const struct lt_ops *ops)
     {                                                                          \
         LT_USE(&(ops));                                                        \
         lt_scenario_delay_after_idle();                                        \
+    }                                                                          \
+    TEST(v##_budget_spreads_a_storm)                                           \
+    {                                                                          \
+        LT_USE(&(ops));                                                        \
+        lt_scenario_budget();                                                  \
     }
 #define LT_TEST_LIST(v)                                                        \
     H_TEST(v##_sync_is_lazy), H_TEST(v##_timers_never_early),                  \
@@ -739,12 +790,14 @@ static void lt_sync_is_lazy(const struct lt_ops *ops)
         H_TEST(v##_zero_delay_rearm_lets_io_run),                              \
         H_TEST(v##_idle_kicks_on_loopback),                                    \
         H_TEST(v##_pending_timers_keep_the_loop_alive),                        \
-        H_TEST(v##_delay_after_idle_never_early)
+        H_TEST(v##_delay_after_idle_never_early),                              \
+        H_TEST(v##_budget_spreads_a_storm)
 
 /*
  * LT_PLANTED_TESTS(v, ops) defines v_delay_after_idle_catches_a_wheel_
- * without_time_source: the scenario with the planted fault, which passes
- * only if its checks catch the early fires (each loop test registers it
+ * without_time_source and v_budget_check_catches_a_loop_without_budget:
+ * the scenarios with a planted fault, each passing only if its checks
+ * catch it (each loop test registers it
  * with CTest on its own, so a scenario that stopped checking shows).
  */
 #define LT_PLANTED_TESTS(v, ops)                                               \
@@ -756,9 +809,19 @@ static void lt_sync_is_lazy(const struct lt_ops *ops)
         lt_scenario_delay_after_idle();                                        \
         CHECK(h_expect_end(mark) > 0);                                         \
         lt_planted_no_source = false;                                          \
+    }                                                                          \
+    TEST(v##_budget_check_catches_a_loop_without_budget)                       \
+    {                                                                          \
+        LT_USE(&(ops));                                                        \
+        lt_planted_no_budget = true;                                           \
+        unsigned long mark = h_expect_begin();                                 \
+        lt_scenario_budget();                                                  \
+        CHECK(h_expect_end(mark) > 0);                                         \
+        lt_planted_no_budget = false;                                          \
     }
 #define LT_PLANTED_TEST_LIST(v)                                                \
-    H_TEST(v##_delay_after_idle_catches_a_wheel_without_time_source)
+    H_TEST(v##_delay_after_idle_catches_a_wheel_without_time_source),          \
+        H_TEST(v##_budget_check_catches_a_loop_without_budget)
 
 /* main() of a loop test: seed the scenarios' delays, run the tests. */
 static int lt_main(int argc, char **argv, const struct h_test *tests,

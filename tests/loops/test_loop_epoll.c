@@ -15,13 +15,20 @@
 
 #include "test_loop_common.h"
 
+static struct rota_loop_stats stats_of(const struct rota_epoll *x)
+{
+    struct rota_loop_stats st;
+    rota_epoll_stats(x, &st);
+    return st;
+}
+
 /* ------------------------------------------------- pure: the timeout */
 
 /* The timeouts, which must come with status 0. */
-static int timeout_at(struct rota_wheel *w, uint64_t now_ns, uint64_t tick_ns)
+static int timeout_from(struct rota_wheel *w, uint64_t now_ns, uint64_t tick_ns)
 {
     int ms = 12345;
-    CHECK_EQ_INT(rota_epoll_timeout_at(w, now_ns, tick_ns, &ms), 0);
+    CHECK_EQ_INT(rota_epoll_timeout_from(w, now_ns, tick_ns, &ms), 0);
     return ms;
 }
 
@@ -42,48 +49,48 @@ TEST(epoll_timeout_rounding)
     rota_timer_init(&t, NULL);
     /* Errors store 0, never -1: epoll_wait() would wait forever. */
     int out = -1;
-    CHECK(rota_epoll_timeout_at(NULL, 0, ms, &out) == ROTA_EINVAL);
+    CHECK(rota_epoll_timeout_from(NULL, 0, ms, &out) == ROTA_EINVAL);
     CHECK_EQ_INT(out, 0);
     out = -1;
-    CHECK(rota_epoll_timeout_at(&w, 0, 0, &out) == ROTA_EINVAL);
+    CHECK(rota_epoll_timeout_from(&w, 0, 0, &out) == ROTA_EINVAL);
     CHECK_EQ_INT(out, 0);
     out = -1;
     CHECK(rota_epoll_timeout(NULL, NULL, &out) == ROTA_EINVAL);
     CHECK_EQ_INT(out, 0);
-    CHECK(rota_epoll_timeout_at(&w, 0, ms, NULL) == ROTA_EINVAL);
-    CHECK(timeout_at(&w, 0, ms) == -1); /* empty: forever */
+    CHECK(rota_epoll_timeout_from(&w, 0, ms, NULL) == ROTA_EINVAL);
+    CHECK(timeout_from(&w, 0, ms) == -1); /* empty: forever */
 
     /* 1 ms ticks, deadline 5 ms. */
     CHECK(rota_timer_arm_at(&w, &t, 5) == 0);
-    CHECK(timeout_at(&w, 0, ms) == 5);
-    CHECK(timeout_at(&w, 4200000u, ms) == 1); /* 0.8 -> 1 */
-    CHECK(timeout_at(&w, 4999999u, ms) == 1); /* never 0 early */
-    CHECK(timeout_at(&w, 5000000u, ms) == 0); /* due */
-    CHECK(timeout_at(&w, 9000000u, ms) == 0); /* overdue */
+    CHECK(timeout_from(&w, 0, ms) == 5);
+    CHECK(timeout_from(&w, 4200000u, ms) == 1); /* 0.8 -> 1 */
+    CHECK(timeout_from(&w, 4999999u, ms) == 1); /* never 0 early */
+    CHECK(timeout_from(&w, 5000000u, ms) == 0); /* due */
+    CHECK(timeout_from(&w, 9000000u, ms) == 0); /* overdue */
 
     /* 100 ms ticks: deadline 3 = 300 ms; rounded from ns, not ticks. */
-    CHECK(timeout_at(&w, 0, 100 * ms) == 500);
+    CHECK(timeout_from(&w, 0, 100 * ms) == 500);
     rota_timer_arm_at(&w, &t, 3);
-    CHECK(timeout_at(&w, 250000100u, 100 * ms) == 50);
-    CHECK(timeout_at(&w, 299999999u, 100 * ms) == 1);
+    CHECK(timeout_from(&w, 250000100u, 100 * ms) == 50);
+    CHECK(timeout_from(&w, 299999999u, 100 * ms) == 1);
 
     /* 1 s ticks: deadline 2 s, half a second left. */
     rota_timer_arm_at(&w, &t, 2);
-    CHECK(timeout_at(&w, 1500000000u, 1000 * ms) == 500);
+    CHECK(timeout_from(&w, 1500000000u, 1000 * ms) == 500);
 
     /* Far deadlines clamp; ticks * tick_ns overflowing saturates. */
     rota_timer_arm_at(&w, &t, ROTA_MAX_DEADLINE);
-    CHECK(timeout_at(&w, 0, ms) == INT_MAX);
-    CHECK(timeout_at(&w, 0, 1) == INT_MAX);
+    CHECK(timeout_from(&w, 0, ms) == INT_MAX);
+    CHECK(timeout_from(&w, 0, 1) == INT_MAX);
     rota_timer_arm_at(&w, &t, (uint64_t)INT_MAX + 10);
-    CHECK(timeout_at(&w, 0, ms) == INT_MAX);
+    CHECK(timeout_from(&w, 0, ms) == INT_MAX);
 
     /* Touch later: the timeout follows (it is recomputed every turn). */
     rota_timer_arm_at(&w, &t, 10);
     CHECK(rota_timer_touch_at(&w, &t, 40) == 0);
-    CHECK(timeout_at(&w, 0, ms) == 40);
+    CHECK(timeout_from(&w, 0, ms) == 40);
     rota_timer_cancel(&w, &t);
-    CHECK(timeout_at(&w, 0, ms) == -1);
+    CHECK(timeout_from(&w, 0, ms) == -1);
 }
 
 /* ------------------------------------- struct rota_epoll: bookkeeping */
@@ -114,11 +121,11 @@ static void epoll_object(unsigned flags)
     CHECK(rota_epoll_init(&et, &w, &clk, 99) == ROTA_EINVAL);
     CHECK(rota_epoll_init(&et, &w, &clk, flags) == 0);
     CHECK(tfd ? rota_epoll_fd(&et) >= 0 : rota_epoll_fd(&et) == -1);
-    CHECK(rota_epoll_armed(&et) == ROTA_NEVER);
+    CHECK(stats_of(&et).armed == ROTA_NEVER);
     CHECK(rota_epoll_wait_ms(&et, NULL) == ROTA_EINVAL);
     CHECK(wait_ms(&et) == -1); /* empty: wait forever */
     CHECK(rota_epoll_dispatch(&et) == 0);
-    CHECK_CMPU(rota_epoll_rearms(&et), ==, 0);
+    CHECK_CMPU(stats_of(&et).rearms, ==, 0);
 
     /* An arm is noticed by the next wait; later arms, touches and cancels
      * change nothing; an earlier arm re-arms once. */
@@ -128,24 +135,24 @@ static void epoll_object(unsigned flags)
     CHECK(rota_timer_arm_at(&w, &t[0], d) == 0);
     int ms = wait_ms(&et);
     CHECK(tfd ? ms == -1 : (ms > 59000 && ms <= 60001));
-    CHECK(rota_epoll_armed(&et) == d);
-    CHECK_CMPU(rota_epoll_rearms(&et), ==, 1);
+    CHECK(stats_of(&et).armed == d);
+    CHECK_CMPU(stats_of(&et).rearms, ==, 1);
     CHECK(rota_timer_arm_at(&w, &t[1], d + 5000) == 0);
     CHECK(rota_timer_touch_at(&w, &t[0], d + 9000) == 0);
     CHECK(rota_epoll_sync(&et) == 0);
     wait_ms(&et);
     CHECK(rota_timer_cancel(&w, &t[1]) == 1);
     wait_ms(&et);
-    CHECK_CMPU(rota_epoll_rearms(&et), ==, 1);
-    CHECK(rota_epoll_armed(&et) == d); /* stale but harmless: early */
+    CHECK_CMPU(stats_of(&et).rearms, ==, 1);
+    CHECK(stats_of(&et).armed == d); /* stale but harmless: early */
     CHECK(rota_timer_arm_at(&w, &t[2], d - 30000) == 0);
     CHECK(rota_epoll_sync(&et) == 1);
     CHECK(rota_epoll_sync(&et) == 0);
-    CHECK(rota_epoll_armed(&et) == d - 30000);
-    CHECK_CMPU(rota_epoll_rearms(&et), ==, 2);
+    CHECK(stats_of(&et).armed == d - 30000);
+    CHECK_CMPU(stats_of(&et).rearms, ==, 2);
     /* A dispatch before the armed deadline is a no-op. */
     CHECK(rota_epoll_dispatch(&et) == 0);
-    CHECK_CMPU(rota_epoll_wakeups(&et), ==, 0);
+    CHECK_CMPU(stats_of(&et).wakeups, ==, 0);
     rota_timer_cancel(&w, &t[0]);
     rota_timer_cancel(&w, &t[2]);
 
@@ -240,7 +247,7 @@ static void e_init(struct rota_wheel *wheel, const struct rota_clock *clock)
     }
 }
 
-static uint64_t e_deadline_after(uint64_t delay_ns)
+static uint64_t e_deadline_in(uint64_t delay_ns)
 {
     return rota_clock_deadline_after(&clk, delay_ns);
 }
@@ -277,7 +284,7 @@ static void e_run(void)
 
     for (;;) {
         int timeout = wait_ms(&et);
-        if ((nwatched == 0 && rota_epoll_armed(&et) == ROTA_NEVER) ||
+        if ((nwatched == 0 && stats_of(&et).armed == ROTA_NEVER) ||
             lt_mono_ns() >= give_up)
             break;
         if (timeout < 0 || timeout > 1000)
@@ -303,19 +310,14 @@ static void e_fini(void)
     close(ep);
 }
 
-static uint64_t e_rearms(void)
+static void e_stats(struct rota_loop_stats *out)
 {
-    return rota_epoll_rearms(&et);
+    rota_epoll_stats(&et, out);
 }
 
-static uint64_t e_wakeups(void)
+static void e_set_budget(size_t max_fires)
 {
-    return rota_epoll_wakeups(&et);
-}
-
-static void e_lateness(struct rota_lateness *out)
-{
-    rota_epoll_lateness(&et, out);
+    rota_epoll_set_budget(&et, max_fires);
 }
 
 static void select_timeout(void)
@@ -329,10 +331,10 @@ static void select_timerfd(void)
 }
 
 #define EPOLL_OPS                                                              \
-    .init = e_init, .deadline_after = e_deadline_after, .sync = e_sync,        \
+    .init = e_init, .deadline_in = e_deadline_in, .sync = e_sync,              \
     .watch = e_watch, .unwatch = e_unwatch, .run = e_run, .fini = e_fini,      \
-    .rearms = e_rearms, .wakeups = e_wakeups, .lateness = e_lateness,          \
-    .sync_in_callbacks = false, .counts_rearms = true
+    .stats = e_stats, .set_budget = e_set_budget, .sync_in_callbacks = false,  \
+    .counts_rearms = true
 
 /* Driven by the epoll_wait() timeout, then by a timerfd. */
 static const struct lt_ops timeout_ops = {

@@ -27,9 +27,9 @@ static void v_init(struct rota_wheel *wheel, const struct rota_clock *clock)
     CHECK(rota_ev_init(&rw, loop, wheel, clock) == 0);
 }
 
-static uint64_t v_deadline_after(uint64_t delay_ns)
+static uint64_t v_deadline_in(uint64_t delay_ns)
 {
-    return rota_ev_deadline_after(&rw, delay_ns);
+    return rota_ev_deadline_in(&rw, delay_ns);
 }
 
 static void v_sync(void)
@@ -76,19 +76,14 @@ static void v_fini(void)
     loop = NULL;
 }
 
-static uint64_t v_rearms(void)
+static void v_stats(struct rota_loop_stats *out)
 {
-    return rota_ev_rearms(&rw);
+    rota_ev_stats(&rw, out);
 }
 
-static uint64_t v_wakeups(void)
+static void v_set_budget(size_t max_fires)
 {
-    return rota_ev_wakeups(&rw);
-}
-
-static void v_lateness(struct rota_lateness *out)
-{
-    rota_ev_lateness(&rw, out);
+    rota_ev_set_budget(&rw, max_fires);
 }
 
 /* init binds an initialised wheel and refuses anything else; a wheel with
@@ -119,15 +114,14 @@ TEST(libev_lifetime)
 static const struct lt_ops ev_ops = {
     .name = "libev",
     .init = v_init,
-    .deadline_after = v_deadline_after,
+    .deadline_in = v_deadline_in,
     .sync = v_sync,
     .watch = v_watch,
     .unwatch = v_unwatch,
     .run = v_run,
     .fini = v_fini,
-    .rearms = v_rearms,
-    .wakeups = v_wakeups,
-    .lateness = v_lateness,
+    .stats = v_stats,
+    .set_budget = v_set_budget,
     .sync_in_callbacks = false,
     .counts_rearms = true,
 };

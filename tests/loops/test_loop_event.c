@@ -36,9 +36,9 @@ static void b_init(struct rota_wheel *wheel, const struct rota_clock *clock)
     CHECK(rota_event_init(&rw, base, wheel, clock) == 0);
 }
 
-static uint64_t b_deadline_after(uint64_t delay_ns)
+static uint64_t b_deadline_in(uint64_t delay_ns)
 {
-    return rota_event_deadline_after(&rw, delay_ns);
+    return rota_event_deadline_in(&rw, delay_ns);
 }
 
 static void b_sync(void)
@@ -82,19 +82,14 @@ static void b_fini(void)
     base = NULL;
 }
 
-static uint64_t b_rearms(void)
+static void b_stats(struct rota_loop_stats *out)
 {
-    return rota_event_rearms(&rw);
+    rota_event_stats(&rw, out);
 }
 
-static uint64_t b_wakeups(void)
+static void b_set_budget(size_t max_fires)
 {
-    return rota_event_wakeups(&rw);
-}
-
-static void b_lateness(struct rota_lateness *out)
-{
-    rota_event_lateness(&rw, out);
+    rota_event_set_budget(&rw, max_fires);
 }
 
 /* init binds an initialised wheel and refuses anything else; a wheel with
@@ -134,10 +129,10 @@ static void select_precise(void)
 }
 
 #define EVENT_OPS                                                              \
-    .init = b_init, .deadline_after = b_deadline_after, .sync = b_sync,        \
+    .init = b_init, .deadline_in = b_deadline_in, .sync = b_sync,              \
     .watch = b_watch, .unwatch = b_unwatch, .run = b_run, .fini = b_fini,      \
-    .rearms = b_rearms, .wakeups = b_wakeups, .lateness = b_lateness,          \
-    .sync_in_callbacks = true, .sync_before_run = true, .counts_rearms = true
+    .stats = b_stats, .set_budget = b_set_budget, .sync_in_callbacks = true,   \
+    .sync_before_run = true, .counts_rearms = true
 
 static const struct lt_ops coarse_ops = {
     .name = "libevent", .select = select_coarse, EVENT_OPS};

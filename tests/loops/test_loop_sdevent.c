@@ -19,6 +19,13 @@
 static sd_event *event;
 static struct rota_clock clk;
 static struct rota_sdevent rs;
+
+static struct rota_loop_stats stats_of(const struct rota_sdevent *x)
+{
+    struct rota_loop_stats st;
+    rota_sdevent_stats(x, &st);
+    return st;
+}
 static sd_event_source *watches[MAX_FD];
 static int nwatched;
 
@@ -38,9 +45,9 @@ static void sd_init(uint64_t tick_ns)
     v_init(&lt_wheel, &lt_clock);
 }
 
-static uint64_t v_deadline_after(uint64_t delay_ns)
+static uint64_t v_deadline_in(uint64_t delay_ns)
 {
-    return rota_sdevent_deadline_after(&rs, delay_ns);
+    return rota_sdevent_deadline_in(&rs, delay_ns);
 }
 
 static void v_sync(void)
@@ -89,7 +96,7 @@ static void v_run(void)
 {
     uint64_t give_up = lt_mono_ns() + 10000 * LT_MS;
     while ((nwatched > 0 || rota_wheel_count(&lt_wheel) > 0 ||
-            rota_sdevent_armed(&rs) != ROTA_NEVER) &&
+            stats_of(&rs).armed != ROTA_NEVER) &&
            lt_mono_ns() < give_up)
         CHECK(sd_event_run(event, 1000000) >= 0);
     CHECK(lt_mono_ns() < give_up);
@@ -101,33 +108,27 @@ static void v_fini(void)
     event = sd_event_unref(event);
 }
 
-static uint64_t v_rearms(void)
+static void v_stats(struct rota_loop_stats *out)
 {
-    return rota_sdevent_rearms(&rs);
+    rota_sdevent_stats(&rs, out);
 }
 
-static uint64_t v_wakeups(void)
+static void v_set_budget(size_t max_fires)
 {
-    return rota_sdevent_wakeups(&rs);
-}
-
-static void v_lateness(struct rota_lateness *out)
-{
-    rota_sdevent_lateness(&rs, out);
+    rota_sdevent_set_budget(&rs, max_fires);
 }
 
 static const struct lt_ops sdevent_ops = {
     .name = "sd-event",
     .init = v_init,
-    .deadline_after = v_deadline_after,
+    .deadline_in = v_deadline_in,
     .sync = v_sync,
     .watch = v_watch,
     .unwatch = v_unwatch,
     .run = v_run,
     .fini = v_fini,
-    .rearms = v_rearms,
-    .wakeups = v_wakeups,
-    .lateness = v_lateness,
+    .stats = v_stats,
+    .set_budget = v_set_budget,
     .sync_in_callbacks = false,
     .sync_before_run = false,
     .sync_before_rerun = false,
@@ -160,7 +161,7 @@ TEST(sdevent_lifetime)
     CHECK(rota_sdevent_sync(&rs) == ROTA_EINVAL);
     CHECK(rota_sdevent_sync(NULL) == ROTA_EINVAL);
     CHECK(rota_sdevent_set_priority(&rs, 0) == ROTA_EINVAL);
-    CHECK(rota_sdevent_armed(NULL) == ROTA_NEVER);
+    CHECK(stats_of(NULL).armed == ROTA_NEVER);
 
     CHECK(sd_event_new(&event) >= 0);
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
@@ -184,21 +185,21 @@ TEST(sdevent_lifetime)
     uint64_t d = rota_clock_deadline_after(&clk, 5 * LT_MS);
     CHECK(rota_timer_arm_at(&wheel, &t, d) == 0);
     CHECK(rota_sdevent_init(&rs, event, &wheel, &clk) == 0);
-    CHECK(rota_sdevent_armed(&rs) == d);
-    CHECK_CMPU(rota_sdevent_rearms(&rs), ==, 1);
+    CHECK(stats_of(&rs).armed == d);
+    CHECK_CMPU(stats_of(&rs).rearms, ==, 1);
     CHECK(rota_sdevent_sync(&rs) == 0);
     CHECK(rota_sdevent_set_priority(&rs, SD_EVENT_PRIORITY_IDLE) == 0);
     fired = 0;
     while (fired == 0)
         CHECK(sd_event_run(event, 1000000) >= 0);
     CHECK_CMPU(rota_sdevent_now(&rs), >=, d);
-    CHECK(rota_sdevent_armed(&rs) == ROTA_NEVER); /* the wheel is empty */
-    CHECK_CMPU(rota_sdevent_wakeups(&rs), ==, 1);
+    CHECK(stats_of(&rs).armed == ROTA_NEVER); /* the wheel is empty */
+    CHECK_CMPU(stats_of(&rs).wakeups, ==, 1);
 
     /* Nothing set, nothing due: an iteration dispatches nothing, and the
      * loop does not end by itself (sd-event has no such notion). */
     CHECK(sd_event_run(event, 0) == 0);
-    CHECK_CMPU(rota_sdevent_wakeups(&rs), ==, 1);
+    CHECK_CMPU(stats_of(&rs).wakeups, ==, 1);
     CHECK(sd_event_get_state(event) == SD_EVENT_INITIAL);
 
     v_fini();
@@ -221,14 +222,14 @@ static void arm_from_io(int fd, void *arg)
     rota_timer_init(&from_io, on_fire);
     from_io_due = lt_mono_ns() + 20 * LT_MS;
     CHECK(rota_timer_arm_at(&lt_wheel, &from_io,
-                            rota_sdevent_deadline_after(&rs, 20 * LT_MS)) == 0);
+                            rota_sdevent_deadline_in(&rs, 20 * LT_MS)) == 0);
 }
 
 TEST(sdevent_arm_from_io_into_an_empty_wheel)
 {
     int pair[2];
     sd_init(LT_MS);
-    CHECK(rota_sdevent_armed(&rs) == ROTA_NEVER);
+    CHECK(stats_of(&rs).armed == ROTA_NEVER);
     CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, pair) == 0);
     v_watch(pair[0], arm_from_io, NULL);
     CHECK(write(pair[1], "x", 1) == 1);
@@ -237,12 +238,12 @@ TEST(sdevent_arm_from_io_into_an_empty_wheel)
     /* One iteration for the I/O, then one that waits (up to 2 s) for the
      * timer: it must end after about 20 ms, with the timer fired. */
     CHECK(sd_event_run(event, 2000000) == 1);
-    CHECK(rota_sdevent_armed(&rs) == ROTA_NEVER); /* not synced yet */
+    CHECK(stats_of(&rs).armed == ROTA_NEVER); /* not synced yet */
     CHECK(sd_event_run(event, 2000000) == 1);
     CHECK_EQ_INT(fired, 1);
     CHECK_CMPU(lt_mono_ns(), >=, from_io_due);
     CHECK_CMPU(lt_mono_ns() - t0, <, 20 * LT_MS + LT_SLACK_NS);
-    CHECK_CMPU(rota_sdevent_rearms(&rs), ==, 1);
+    CHECK_CMPU(stats_of(&rs).rearms, ==, 1);
     close(pair[0]);
     close(pair[1]);
     v_fini();
@@ -258,8 +259,8 @@ TEST(sdevent_arm_outside_the_loop_needs_no_sync)
     rota_timer_init(&t, on_fire);
     uint64_t due = lt_mono_ns() + 20 * LT_MS;
     CHECK(rota_timer_arm_at(&lt_wheel, &t,
-                            rota_sdevent_deadline_after(&rs, 20 * LT_MS)) == 0);
-    CHECK(rota_sdevent_armed(&rs) == ROTA_NEVER);
+                            rota_sdevent_deadline_in(&rs, 20 * LT_MS)) == 0);
+    CHECK(stats_of(&rs).armed == ROTA_NEVER);
     fired = 0;
     CHECK(sd_event_run(event, 2000000) == 1);
     CHECK_EQ_INT(fired, 1);
@@ -294,7 +295,7 @@ TEST(sdevent_budget_lets_io_in)
     sd_init(LT_MS);
     rota_sdevent_set_budget(&rs, BUDGET);
     uint64_t due = lt_mono_ns() + 10 * LT_MS;
-    uint64_t d = rota_sdevent_deadline_after(&rs, 10 * LT_MS);
+    uint64_t d = rota_sdevent_deadline_in(&rs, 10 * LT_MS);
     for (int i = 0; i < BUDGET_TIMERS; i++) {
         rota_timer_init(&storm[i], on_fire);
         CHECK(rota_timer_arm_at(&lt_wheel, &storm[i], d) == 0);
@@ -313,13 +314,13 @@ TEST(sdevent_budget_lets_io_in)
     v_run();
     CHECK_EQ_INT(fired, BUDGET_TIMERS);
     CHECK(fired_at_io >= BUDGET && fired_at_io <= 3 * BUDGET);
-    CHECK_CMPU(rota_sdevent_wakeups(&rs), >=, BUDGET_TIMERS / BUDGET);
+    CHECK_CMPU(stats_of(&rs).wakeups, >=, BUDGET_TIMERS / BUDGET);
     /* One setting, for the deadline: the source then stays due, at its
      * past time, until the storm is over. */
-    CHECK_CMPU(rota_sdevent_rearms(&rs), ==, 1);
+    CHECK_CMPU(stats_of(&rs).rearms, ==, 1);
     printf("sd-event: budget %d: I/O served after %d of %d fires, %" PRIu64
            " wake-ups\n",
-           BUDGET, fired_at_io, BUDGET_TIMERS, rota_sdevent_wakeups(&rs));
+           BUDGET, fired_at_io, BUDGET_TIMERS, stats_of(&rs).wakeups);
     close(pair[0]);
     close(pair[1]);
     v_fini();
@@ -347,12 +348,12 @@ TEST(sdevent_coarse_clock_fires_once)
                                 rota_clock_deadline_after(&clk, 3 * LT_MS)) ==
               0);
         int before = fired;
-        while (fired == before && rota_sdevent_wakeups(&rs) < 1000)
+        while (fired == before && stats_of(&rs).wakeups < 1000)
             CHECK(sd_event_run(event, 1000000) >= 0);
         CHECK_CMPU(lt_mono_ns(), >=, due);
     }
     CHECK_EQ_INT(fired, 20);
-    CHECK_CMPU(rota_sdevent_wakeups(&rs), ==, 20); /* no spinning */
+    CHECK_CMPU(stats_of(&rs).wakeups, ==, 20); /* no spinning */
     v_fini();
 }
 
@@ -367,12 +368,10 @@ TEST(sdevent_child_of_fork_gets_echild)
     rota_timer_init(&a, on_fire);
     rota_timer_init(&b, on_fire);
     CHECK(rota_timer_arm_at(&lt_wheel, &a,
-                            rota_sdevent_deadline_after(&rs, 5000 * LT_MS)) ==
-          0);
+                            rota_sdevent_deadline_in(&rs, 5000 * LT_MS)) == 0);
     CHECK(rota_sdevent_sync(&rs) == 1);
     CHECK(rota_timer_arm_at(&lt_wheel, &b,
-                            rota_sdevent_deadline_after(&rs, 1000 * LT_MS)) ==
-          0);
+                            rota_sdevent_deadline_in(&rs, 1000 * LT_MS)) == 0);
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);
@@ -395,25 +394,24 @@ TEST(sdevent_child_of_fork_gets_echild)
 /* The adapter with a planted fault: deadlines of 40 ms and more come out
  * 30 ms early, as an adapter that set its source from a stale time would.
  * The never-early check of the shared scenario must catch it. */
-static uint64_t early_deadline_after(uint64_t delay_ns)
+static uint64_t early_deadline_in(uint64_t delay_ns)
 {
     if (delay_ns >= 40 * LT_MS)
         delay_ns -= 30 * LT_MS;
-    return rota_sdevent_deadline_after(&rs, delay_ns);
+    return rota_sdevent_deadline_in(&rs, delay_ns);
 }
 
 static const struct lt_ops early_ops = {
     .name = "sd-event (planted early fire)",
     .init = v_init,
-    .deadline_after = early_deadline_after,
+    .deadline_in = early_deadline_in,
     .sync = v_sync,
     .watch = v_watch,
     .unwatch = v_unwatch,
     .run = v_run,
     .fini = v_fini,
-    .rearms = v_rearms,
-    .wakeups = v_wakeups,
-    .lateness = v_lateness,
+    .stats = v_stats,
+    .set_budget = v_set_budget,
     .sync_in_callbacks = false,
     .sync_before_run = false,
     .sync_before_rerun = false,

@@ -87,9 +87,9 @@ static int drain_own(struct rota_uring *ut, int wait_ms)
     return n;
 }
 
-static struct rota_uring_stats stats_of(const struct rota_uring *ut)
+static struct rota_loop_stats stats_of(const struct rota_uring *ut)
 {
-    struct rota_uring_stats st;
+    struct rota_loop_stats st;
     rota_uring_stats(ut, &st);
     return st;
 }
@@ -129,11 +129,11 @@ static void object_scenario(unsigned flags, bool plant)
     CHECK(rota_clock_init(&clk, ROTA_CLOCK_MONOTONIC, LT_MS) == 0);
     rota_wheel_init(&w, rota_clock_now(&clk));
     CHECK(rota_uring_init(&ut, &ring, &w, &clk, flags) == 0);
-    struct rota_uring_stats st = stats_of(&ut);
+    struct rota_loop_stats st = stats_of(&ut);
     bool update = !(flags & ROTA_URING_NO_UPDATE) &&
                   (ring.features & IORING_FEAT_EXT_ARG) != 0;
     CHECK_EQ_INT(st.update, update);
-    CHECK(rota_uring_armed(&ut) == ROTA_NEVER);
+    CHECK(stats_of(&ut).armed == ROTA_NEVER);
     CHECK_EQ_INT(rota_uring_sync(&ut), 0); /* empty: nothing to arm */
     CHECK_CMPU(stats_of(&ut).sqes, ==, 0);
 
@@ -144,9 +144,9 @@ static void object_scenario(unsigned flags, bool plant)
     CHECK(rota_timer_arm_at(&w, &t[0], d) == 0);
     CHECK_EQ_INT(rota_uring_sync(&ut), 1);
     CHECK_EQ_INT(rota_uring_sync(&ut), 0);
-    CHECK(rota_uring_armed(&ut) == d);
+    CHECK(stats_of(&ut).armed == d);
     CHECK_CMPU(stats_of(&ut).sqes, ==, 1);
-    CHECK_EQ_INT(rota_uring_inflight(&ut), 1);
+    CHECK_EQ_INT((int)stats_of(&ut).in_flight, 1);
     CHECK_EQ_INT(drain_own(&ut, 0), 0); /* submitted, nothing completes */
 
     /* Later arms, touches (thousands) and cancels: no SQE. */
@@ -173,14 +173,14 @@ static void object_scenario(unsigned flags, bool plant)
         io_uring_queue_exit(&ring);
         return;
     }
-    CHECK(rota_uring_armed(&ut) == d); /* stale but harmless: early */
+    CHECK(stats_of(&ut).armed == d); /* stale but harmless: early */
 
     /* An earlier arm moves the timeout: one SQE with an update, two with
      * remove + add; the completions are the adapter's and fire nothing. */
     CHECK(rota_timer_arm_at(&w, &t[40], d - 30000) == 0);
     CHECK_EQ_INT(rota_uring_sync(&ut), 1);
     CHECK_EQ_INT(rota_uring_sync(&ut), 0);
-    CHECK(rota_uring_armed(&ut) == d - 30000);
+    CHECK(stats_of(&ut).armed == d - 30000);
     st = stats_of(&ut);
     CHECK_CMPU(st.sqes, ==, before + (update ? 1 : 2));
     CHECK_CMPU(st.updates, ==, update ? 1 : 0);
@@ -192,7 +192,7 @@ static void object_scenario(unsigned flags, bool plant)
     for (int tries = 0; tries < 10 && got < (update ? 1 : 2); tries++)
         got += drain_own(&ut, 100);
     CHECK_EQ_INT(got, update ? 1 : 2);
-    CHECK_EQ_INT(rota_uring_inflight(&ut), 1); /* the timeout */
+    CHECK_EQ_INT((int)stats_of(&ut).in_flight, 1); /* the timeout */
     CHECK_EQ_INT(fired_at_object, 0);
     CHECK_CMPU(stats_of(&ut).wakeups, ==, 0);
 
@@ -209,9 +209,9 @@ static void object_scenario(unsigned flags, bool plant)
     int left = rota_uring_close(&ut);
     CHECK_EQ_INT(left, 2);
     CHECK_EQ_INT(rota_uring_close(&ut), 2); /* idempotent */
-    for (int tries = 0; tries < 10 && rota_uring_inflight(&ut) > 0; tries++)
+    for (int tries = 0; tries < 10 && (int)stats_of(&ut).in_flight > 0; tries++)
         drain_own(&ut, 100);
-    CHECK_EQ_INT(rota_uring_inflight(&ut), 0);
+    CHECK_EQ_INT((int)stats_of(&ut).in_flight, 0);
     CHECK_EQ_INT(rota_uring_close(&ut), 0);
     CHECK_EQ_INT(rota_uring_sync(&ut), 0); /* closed: arms nothing */
     CHECK_CMPU(rota_wheel_count(&w), ==, pending);
@@ -259,8 +259,8 @@ TEST(uring_init_errors)
     CHECK_EQ_INT(rota_uring_sync(&ut), 0);
     CHECK(rota_uring_sync(NULL) == ROTA_EINVAL);
     CHECK(rota_uring_close(NULL) == ROTA_EINVAL);
-    CHECK(rota_uring_armed(NULL) == ROTA_NEVER);
-    CHECK_EQ_INT(rota_uring_inflight(NULL), 0);
+    CHECK(stats_of(NULL).armed == ROTA_NEVER);
+    CHECK_EQ_INT((int)stats_of(NULL).in_flight, 0);
     io_uring_queue_exit(&ring);
 }
 
@@ -348,9 +348,9 @@ TEST(uring_timeout_cancelled_by_others_is_armed_again)
         seen++;
     }
     CHECK_EQ_INT(cancels, 1);
-    CHECK(rota_uring_armed(&ut) == ROTA_NEVER);
+    CHECK(stats_of(&ut).armed == ROTA_NEVER);
     CHECK_EQ_INT(rota_uring_sync(&ut), 1); /* armed again */
-    CHECK(rota_uring_armed(&ut) == d);
+    CHECK(stats_of(&ut).armed == d);
     fired_at_object = 0;
     for (int i = 0; i < 20 && fired_at_object == 0; i++)
         drain_own(&ut, 100);
@@ -394,8 +394,8 @@ TEST(uring_handle_from_a_callback_is_busy)
         drain_own(&ut, 100);
     CHECK_EQ_INT(rota_wheel_count(&w), 0);
     CHECK(busy_rc == ROTA_EBUSY);
-    CHECK_EQ_INT(rota_uring_inflight(&ut), 0);
-    CHECK(rota_uring_armed(&ut) == ROTA_NEVER);
+    CHECK_EQ_INT((int)stats_of(&ut).in_flight, 0);
+    CHECK(stats_of(&ut).armed == ROTA_NEVER);
     rota_uring_close(&ut);
     io_uring_queue_exit(&ring);
 }
@@ -475,7 +475,7 @@ static void r_init(struct rota_wheel *wheel, const struct rota_clock *clock)
     CHECK(rota_uring_init(&ut, &ring, wheel, &clk, ut_flags) == 0);
 }
 
-static uint64_t r_deadline_after(uint64_t delay_ns)
+static uint64_t r_deadline_in(uint64_t delay_ns)
 {
     return rota_clock_deadline_after(&clk, delay_ns);
 }
@@ -539,7 +539,7 @@ static void r_run(void)
     for (;;) {
         if (!skip_sync)
             CHECK(rota_uring_sync(&ut) >= 0);
-        if ((nwatched == 0 && rota_uring_armed(&ut) == ROTA_NEVER) ||
+        if ((nwatched == 0 && stats_of(&ut).armed == ROTA_NEVER) ||
             lt_mono_ns() >= give_up)
             break;
         struct io_uring_cqe *cqe;
@@ -589,19 +589,14 @@ static void r_fini(void)
     memset(watches, 0, sizeof watches);
 }
 
-static uint64_t r_rearms(void)
+static void r_stats(struct rota_loop_stats *out)
 {
-    return stats_of(&ut).rearms;
+    rota_uring_stats(&ut, out);
 }
 
-static uint64_t r_wakeups(void)
+static void r_set_budget(size_t max_fires)
 {
-    return stats_of(&ut).wakeups;
-}
-
-static void r_lateness(struct rota_lateness *out)
-{
-    rota_uring_lateness(&ut, out);
+    rota_uring_set_budget(&ut, max_fires);
 }
 
 static void select_update(void)
@@ -615,11 +610,10 @@ static void select_remove(void)
 }
 
 #define URING_OPS                                                              \
-    .init = r_init, .deadline_after = r_deadline_after, .sync = r_sync,        \
+    .init = r_init, .deadline_in = r_deadline_in, .sync = r_sync,              \
     .watch = r_watch, .unwatch = r_unwatch, .run = r_run, .fini = r_fini,      \
-    .rearms = r_rearms, .wakeups = r_wakeups, .lateness = r_lateness,          \
-    .sync_in_callbacks = false, .counts_rearms = true,                         \
-    .unavailable = uring_refused
+    .stats = r_stats, .set_budget = r_set_budget, .sync_in_callbacks = false,  \
+    .counts_rearms = true, .unavailable = uring_refused
 
 static const struct lt_ops update_ops = {
     .name = "uring-update", .select = select_update, URING_OPS};
@@ -713,7 +707,7 @@ TEST(uring_never_early_check_catches_an_early_deadline)
         x->tick_ns = LT_MS;
         rota_timer_init(&x->t, lt_on_timer);
         CHECK(rota_timer_arm_at(&lt_wheel, &x->t,
-                                lt->deadline_after(delay - 500 * LT_MS)) == 0);
+                                lt->deadline_in(delay - 500 * LT_MS)) == 0);
     }
     unsigned long mark = h_expect_begin();
     lt->run();
@@ -766,7 +760,7 @@ static void budget_scenario(size_t budget)
     budget_fired = 0;
     budget_fired_at_io = -1;
     handled_max = 0;
-    uint64_t due = lt->deadline_after(5 * LT_MS);
+    uint64_t due = lt->deadline_in(5 * LT_MS);
     for (int i = 0; i < BUDGET_TIMERS; i++) {
         rota_timer_init(&budget_timers[i], on_budget);
         CHECK(rota_timer_arm_at(&lt_wheel, &budget_timers[i], due) == 0);
@@ -823,16 +817,15 @@ static void teardown_scenario(bool plant)
     lt_init(LT_MS);
     teardown_fired = 0;
     rota_timer_init(&t, on_teardown);
-    CHECK(rota_timer_arm_at(&lt_wheel, &t, lt->deadline_after(30 * LT_MS)) ==
-          0);
+    CHECK(rota_timer_arm_at(&lt_wheel, &t, lt->deadline_in(30 * LT_MS)) == 0);
     CHECK(rota_uring_sync(&ut) == 1);
     CHECK(io_uring_submit(&ring) == 1);
     if (!plant)
         CHECK_EQ_INT(rota_uring_close(&ut), 2);
-    for (int i = 0; i < 10 && rota_uring_inflight(&ut) > 0; i++)
+    for (int i = 0; i < 10 && (int)stats_of(&ut).in_flight > 0; i++)
         drain_own(&ut, 100);
     drain_own(&ut, 60); /* nothing more arrives */
-    CHECK_EQ_INT(rota_uring_inflight(&ut), 0);
+    CHECK_EQ_INT((int)stats_of(&ut).in_flight, 0);
     CHECK_EQ_INT(teardown_fired, 0);
     CHECK_CMPU(rota_wheel_count(&lt_wheel), ==, 1);
     rota_wheel_drain(&lt_wheel, NULL, NULL);

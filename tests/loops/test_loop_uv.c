@@ -21,6 +21,13 @@ struct watch {
 
 static uv_loop_t loop;
 static struct rota_uv rw;
+
+static struct rota_loop_stats stats_of(const struct rota_uv *x)
+{
+    struct rota_loop_stats st;
+    rota_uv_stats(x, &st);
+    return st;
+}
 static struct watch *watches[MAX_FD];
 
 static void u_init(struct rota_wheel *wheel, const struct rota_clock *clock)
@@ -29,9 +36,9 @@ static void u_init(struct rota_wheel *wheel, const struct rota_clock *clock)
     CHECK(rota_uv_init(&rw, &loop, wheel, clock) == 0);
 }
 
-static uint64_t u_deadline_after(uint64_t delay_ns)
+static uint64_t u_deadline_in(uint64_t delay_ns)
 {
-    return rota_uv_deadline_after(&rw, delay_ns);
+    return rota_uv_deadline_in(&rw, delay_ns);
 }
 
 static void u_sync(void)
@@ -80,37 +87,25 @@ static void u_run(void)
 
 static void u_fini(void)
 {
-    rota_uv_close(&rw, NULL);
+    CHECK_EQ_INT(rota_uv_close(&rw), 2);
     uv_run(&loop, UV_RUN_DEFAULT); /* runs the close callbacks */
+    CHECK_CMPU(stats_of(&rw).in_flight, ==, 0);
     CHECK(uv_loop_close(&loop) == 0);
 }
 
-static uint64_t u_rearms(void)
+static void u_stats(struct rota_loop_stats *out)
 {
-    return rota_uv_rearms(&rw);
+    rota_uv_stats(&rw, out);
 }
 
-static uint64_t u_wakeups(void)
+static void u_set_budget(size_t max_fires)
 {
-    return rota_uv_wakeups(&rw);
-}
-
-static void u_lateness(struct rota_lateness *out)
-{
-    rota_uv_lateness(&rw, out);
-}
-
-static int closed_calls;
-
-static void on_rw_closed(struct rota_uv *r)
-{
-    CHECK(r == &rw);
-    closed_calls++;
+    rota_uv_set_budget(&rw, max_fires);
 }
 
 /* init binds an initialised wheel and refuses anything else; a wheel with
- * nothing pending keeps no loop alive; close takes a callback that runs
- * from the loop, once. */
+ * nothing pending keeps no loop alive; close reports the two handles libuv
+ * closes from the loop, and stats show them closed once it has run. */
 TEST(libuv_lifetime)
 {
     static struct rota_wheel zeroed; /* never initialised */
@@ -125,33 +120,35 @@ TEST(libuv_lifetime)
     CHECK(rota_uv_init(&rw, &loop, &zeroed, &clock) == ROTA_EINVAL);
     CHECK(rota_uv_init(&rw, &loop, &wheel, &no_clock) == ROTA_EINVAL);
     CHECK(rota_uv_sync(&rw) == ROTA_EINVAL); /* not bound */
-    rota_uv_close(&rw, on_rw_closed);        /* a no-op after a failure */
+    CHECK_EQ_INT(rota_uv_close(&rw), 0);     /* a no-op after a failure */
+    CHECK(rota_uv_close(NULL) == ROTA_EINVAL);
     CHECK(rota_uv_init(&rw, &loop, &wheel, &clock) == 0);
     CHECK(rota_uv_sync(&rw) == 0);
     CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0); /* returns after one turn */
     CHECK(rota_uv_now(&rw) == uv_now(&loop));  /* 1 ms ticks */
     CHECK(rota_wheel_now(&wheel) >= rota_clock_now(&clock) - 1000);
-    rota_uv_close(&rw, on_rw_closed);
-    rota_uv_close(&rw, on_rw_closed); /* twice: the second does nothing */
+    CHECK_EQ_INT(rota_uv_close(&rw), 2);
+    CHECK_EQ_INT(rota_uv_close(&rw), 2); /* twice: the second does nothing */
     CHECK(rota_uv_sync(&rw) == ROTA_EINVAL);
-    CHECK(closed_calls == 0); /* libuv closes handles from the loop */
+    /* libuv closes handles from the loop */
+    CHECK_CMPU(stats_of(&rw).in_flight, ==, 2);
     uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK(closed_calls == 1);
+    CHECK_CMPU(stats_of(&rw).in_flight, ==, 0);
+    CHECK_EQ_INT(rota_uv_close(&rw), 0);
     CHECK(uv_loop_close(&loop) == 0);
 }
 
 static const struct lt_ops uv_ops = {
     .name = "libuv",
     .init = u_init,
-    .deadline_after = u_deadline_after,
+    .deadline_in = u_deadline_in,
     .sync = u_sync,
     .watch = u_watch,
     .unwatch = u_unwatch,
     .run = u_run,
     .fini = u_fini,
-    .rearms = u_rearms,
-    .wakeups = u_wakeups,
-    .lateness = u_lateness,
+    .stats = u_stats,
+    .set_budget = u_set_budget,
     .sync_in_callbacks = false,
     .sync_before_rerun = true,
     .counts_rearms = true,
