@@ -22,13 +22,19 @@ set(ROTA_BENCH_MISSING "")
 # when rota_find_loop() finds its library.  Order matters for libev,
 # whose libev.so also exports libevent's API (event_add, ... from its
 # event.h emulation): it must come after libevent_core in the link line,
-# or libevent's calls bind to libev's emulation; the imported targets keep
+# or libevent's calls bind to libev's emulation.  rota_loop::ev names the
+# file itself and rota_loop::event reaches it through pkg-config's
+# target, which CMake places later; wrapping each in an INTERFACE
+# IMPORTED target of ours puts every peer at the same depth, so they keep
 # the order they are listed in (impl_libevent.c checks at run time).
 macro(rota_bench_peer loop source define package)
   rota_find_loop(${loop} _rota_bench_have_${loop})
   if(_rota_bench_have_${loop})
+    add_library(rota_bench_peer_${loop} INTERFACE IMPORTED)
+    set_target_properties(rota_bench_peer_${loop} PROPERTIES
+      INTERFACE_LINK_LIBRARIES rota_loop::${loop})
     list(APPEND ROTA_BENCH_IMPLS ${ROTA_BENCH_IMPL_DIR}/${source})
-    list(APPEND ROTA_BENCH_PEER_LIBS rota_loop::${loop})
+    list(APPEND ROTA_BENCH_PEER_LIBS rota_bench_peer_${loop})
     list(APPEND ROTA_BENCH_PEER_DEFS ${define})
     message(STATUS "rota_bench: ${package} found (rota_loop::${loop})")
   else()

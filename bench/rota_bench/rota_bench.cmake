@@ -26,6 +26,7 @@ target_compile_definitions(rota_bench PRIVATE ${ROTA_BENCH_PEER_DEFS}
 #   sdevent: the one peer whose loop dispatches one event per iteration
 #           (impl_sdevent.c): its fires, periodic re-arms and W7's limited
 #           advances agree with rota's, and a misreported fire is caught.
+#   peers:  libuv, libev and libevent, the same.
 if(ROTA_BENCH_TESTS)
   set(_smoke_runs
     "exact|rota,heap2,hashed-rounds|--fault heap2|CROSS-CHECK FAILED"
@@ -33,6 +34,21 @@ if(ROTA_BENCH_TESTS)
     "approx_early|rota,wheel-approx|--fault-early wheel-approx|CROSS-CHECK FAILED: wheel-approx .* fired early")
   if(_rota_bench_have_sdevent)
     list(APPEND _smoke_runs "sdevent|rota,sd-event|--fault sd-event|CROSS-CHECK FAILED")
+  endif()
+  # peers: the other peers found, linked as rota_bench links them (libev's
+  # libevent emulation must not take libevent's calls), agree with rota.
+  set(_peers "")
+  foreach(_p uv:libuv ev:libev event:libevent)
+    string(REPLACE ":" ";" _p "${_p}")
+    list(GET _p 0 _loop)
+    list(GET _p 1 _impl)
+    if(_rota_bench_have_${_loop})
+      string(APPEND _peers ",${_impl}")
+    endif()
+  endforeach()
+  if(_peers)
+    string(REGEX MATCH "[^,]+$" _last "${_peers}")
+    list(APPEND _smoke_runs "peers|rota${_peers}|--fault ${_last}|CROSS-CHECK FAILED")
   endif()
   foreach(_run IN LISTS _smoke_runs)
     string(REPLACE "|" ";" _f "${_run}")
