@@ -15,9 +15,9 @@
 #   make bench-counts   Release build in build-release/, then instructions
 #                       and data references per operation for rota,
 #                       wheel-bare and hashed-rounds under valgrind
-#                       (bench/counts.sh; N=$(COUNTS_N))
+#                       (bench/counts/counts.sh; N=$(COUNTS_N))
 #   make bench-results  docs/bench-results.md from the JSON of the last
-#                       make bench (bench/results-md.py)
+#                       make bench (bench/common/results-md.py)
 #   make bench-server   Release build in build-server/, runs the idle
 #                       server's figures (examples/idle-server/README.md)
 #   make bench-cache    Release build in build-cache/, redis-benchmark
@@ -102,7 +102,7 @@ bench-counts:
 		-DROTA_BUILD_BENCH=ON -DROTA_BUILD_TESTS=OFF -DROTA_BUILD_EXAMPLES=OFF \
 		-DROTA_SANITIZE= -DROTA_BUILD_FUZZ=OFF -DROTA_WERROR=$(WERROR)
 	$(CMAKE) --build build-release -j $(JOBS) --target rota_counts
-	bash bench/counts.sh -o build-release/counts.tsv \
+	bash bench/counts/counts.sh -o build-release/counts.tsv \
 		build-release/bench/rota_counts $(COUNTS_N)
 
 # The page is generated from whichever of the three JSON files the last
@@ -113,7 +113,7 @@ BENCH_JSON = $(wildcard build/bench/results.json build/bench/results-w6.json \
                         build/bench/results-service.json)
 bench-results:
 	@test -n "$(BENCH_JSON)" || { echo "make bench-results: no build/bench/results*.json: run make bench first"; exit 1; }
-	python3 bench/results-md.py --out docs/bench-results.md $(BENCH_JSON)
+	python3 bench/common/results-md.py --out docs/bench-results.md $(BENCH_JSON)
 
 # The bench-server target (examples/idle-server/CMakeLists.txt) builds the
 # server and the load generator and runs bench_server.sh.

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../splitmix.h"
+#include "../common/splitmix.h"
 
 #define AB_SIDE(prefix)                                                        \
     int prefix##ab_setup(uint32_t, const uint32_t *, int);                     \

@@ -103,11 +103,11 @@ wait "$spid"
 spid=
 cat "$tmp/loadgen.log"
 [ "$lg" -eq 0 ] || echo "bench-server: the load generator exited with status $lg"
-grep -E "^idle-server: (listening|stopped)" "$tmp/server.log"
+grep -E "^rota-idle-server: (listening|stopped)" "$tmp/server.log"
 
 # One line per second: t= open= kicked= reads= cpu= rss=
 awk -v conns="$conns" '
-/^idle-server: t=/ {
+/^rota-idle-server: t=/ {
     for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
     sub(/s$/, "", v["cpu"]); sub(/s$/, "", v["user"])
     rss = v["rss"]; sub(/KiB$/, "", rss)
@@ -144,5 +144,5 @@ END {
     if (base >= 0 && most > 0)
         printf "bench-server: RSS per connection: %.0f bytes (%d KiB with %d open, %d KiB before)\n", (peak - base) * 1024 / most, peak, most, base
 }' "$tmp/server.log"
-sed -n 's/^idle-server: kicks run after/bench-server: server side, kicks run after/p' "$tmp/server.log"
-sed -n 's/^idle-loadgen: kick lateness beyond the idle timeout (ms): /bench-server: kick lateness (ms): /p' "$tmp/loadgen.log"
+sed -n 's/^rota-idle-server: kicks run after/bench-server: server side, kicks run after/p' "$tmp/server.log"
+sed -n 's/^rota-idle-loadgen: kick lateness beyond the idle timeout (ms): /bench-server: kick lateness (ms): /p' "$tmp/loadgen.log"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * idle-server: a multi-threaded epoll TCP echo server that kicks idle
+ * rota-idle-server: a multi-threaded epoll TCP echo server that kicks idle
  * connections with rota.
  *
  * THE WORKLOAD
@@ -183,9 +183,7 @@ static void idle_arm(struct worker *w, struct conn *c)
         rota_lane_arm(&w->idle_lane, &c->lidle);
         return;
     }
-    rota_timer_init(&c->idle, on_idle);
-    rota_timer_arm_at(&w->wheel, &c->idle,
-                      rota_clock_deadline_after(&w->clock, cfg.idle_ns));
+    policy_idle_arm(&w->wheel, &w->clock, &c->idle, on_idle);
 }
 
 static void idle_touch(struct worker *w, struct conn *c)
@@ -195,11 +193,7 @@ static void idle_touch(struct worker *w, struct conn *c)
         rota_lane_touch(&w->idle_lane, &c->lidle);
         return;
     }
-    /* A later deadline is a store in the timer.  The clock is read after
-     * the data arrived, so the kick is never early. */
-    uint64_t deadline = rota_clock_deadline_after(&w->clock, cfg.idle_ns);
-    if (rota_timer_touch_at(&w->wheel, &c->idle, deadline) != 0)
-        rota_timer_arm_at(&w->wheel, &c->idle, deadline);
+    policy_idle_touch(&w->wheel, &w->clock, &c->idle);
 }
 
 static int idle_cancel(struct worker *w, struct conn *c)
@@ -219,15 +213,8 @@ static void conn_close(struct worker *w, struct conn *c)
     c->fd = -1;
     c->u.next_free = w->free_list;
     w->free_list = c;
-    w->st.c.open--;
-    conn_leave();
-    /* A listener paused for lack of descriptors resumes as soon as one is
-     * free, not when the pause runs out: clients wait in the backlog for
-     * no reason meanwhile. */
-    if (rota_timer_cancel(&w->wheel, &w->resume) == 1) {
-        w->st.c.timer_ops++;
+    if (policy_closed(&w->wheel, &w->resume, &w->st))
         resume_listening(w);
-    }
 }
 
 /* The idle timer fired: the connection has been silent for idle_ns. */
@@ -238,12 +225,8 @@ static void on_idle(struct rota_wheel *wheel, struct rota_timer *timer,
     struct conn *c = rota_container_of(timer, struct conn, idle);
 
     (void)late;
-    /* The deadline is still readable inside the callback: it was rounded
-     * up to a tick, so this is the loop's lateness, not the tick's. */
-    uint64_t due_ns = rota_clock_ns(&w->clock, rota_timer_deadline(timer));
-    uint64_t now_ns = rota_clock_now_ns(&w->clock);
-    wstats_kick(&w->st, due_ns, now_ns);
-    w->st.c.timer_ops++;
+    /* The deadline is still readable inside the callback. */
+    policy_kicked(&w->st, &w->clock, rota_timer_deadline(timer));
     conn_close(w, c);
 }
 
@@ -255,9 +238,7 @@ static void on_lane_idle(struct rota_lane *lane, struct rota_lane_timer *timer,
     struct conn *c = rota_container_of(timer, struct conn, lidle);
 
     (void)late;
-    uint64_t due_ns = rota_clock_ns(&w->clock, rota_lane_deadline(lane, timer));
-    wstats_kick(&w->st, due_ns, rota_clock_now_ns(&w->clock));
-    w->st.c.timer_ops++;
+    policy_kicked(&w->st, &w->clock, rota_lane_deadline(lane, timer));
     conn_close(w, c);
 }
 
@@ -374,8 +355,7 @@ static void listener_watch(struct worker *w, bool on)
 
 static void resume_listening(struct worker *w)
 {
-    if (w->reserve_fd < 0)
-        w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    policy_reserve(&w->reserve_fd);
     listener_watch(w, true);
 }
 
@@ -391,33 +371,20 @@ static void on_resume(struct rota_wheel *wheel, struct rota_timer *timer,
 }
 
 /* accept() failed with EMFILE/ENFILE: refuse the connection at the head of
- * the backlog with the spare descriptor, or pause the listener.  (accept()
- * reports EMFILE before it looks at the backlog, so the backlog may turn out
- * to be empty.)  Returns whether to go on accepting. */
+ * the backlog, or stop watching the listener for a moment (policy.c).
+ * Returns whether to go on accepting. */
 static bool refuse_one(struct worker *w)
 {
-    if (w->reserve_fd >= 0) {
-        close(w->reserve_fd);
-        w->reserve_fd = -1;
-        int fd = accept4(w->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        int err = errno;
-        if (fd >= 0) {
-            close(fd);
-            w->st.c.refused_fd++;
-        }
-        w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (w->reserve_fd >= 0)
-            return fd >= 0; /* refused one: look for more; else empty */
-        if (fd < 0 && err != EMFILE && err != ENFILE)
-            return false;
+    switch (policy_refuse(w->listen_fd, &w->reserve_fd, &w->st)) {
+    case REFUSE_AGAIN:
+        return true;
+    case REFUSE_EMPTY:
+        return false;
+    case REFUSE_PAUSE:
+        break;
     }
-    /* Another thread took the freed slot: stop watching the listener for a
-     * moment instead of spinning on it. */
     listener_watch(w, false);
-    w->st.c.paused++;
-    rota_timer_arm_at(&w->wheel, &w->resume,
-                      rota_clock_deadline_after(&w->clock, PAUSE_NS));
-    w->st.c.timer_ops++;
+    policy_pause(&w->wheel, &w->clock, &w->resume, &w->st);
     return false;
 }
 
@@ -503,14 +470,14 @@ static void *worker_main(void *arg)
         if (rota_epoll_wait_ms(&w->et, &timeout) < 0 && !w->warned_timer) {
             /* timeout is 0 then: the loop polls, and says so once. */
             fprintf(stderr,
-                    "idle-server: worker %d: cannot arm the timer: %s\n", w->id,
-                    strerror(errno));
+                    "rota-idle-server: worker %d: cannot arm the timer: %s\n",
+                    w->id, strerror(errno));
             w->warned_timer = true;
         }
         int n = epoll_wait(w->ep, evs, 256, timeout);
         if (n < 0 && errno != EINTR) {
-            fprintf(stderr, "idle-server: worker %d: epoll_wait: %s\n", w->id,
-                    strerror(errno));
+            fprintf(stderr, "rota-idle-server: worker %d: epoll_wait: %s\n",
+                    w->id, strerror(errno));
             break;
         }
         bool timer_due = false;
@@ -599,7 +566,7 @@ static int open_listener(void)
 
 void die_sys(const char *what)
 {
-    fprintf(stderr, "idle-server: %s: %s\n", what, strerror(errno));
+    fprintf(stderr, "rota-idle-server: %s: %s\n", what, strerror(errno));
     exit(1);
 }
 
@@ -758,7 +725,7 @@ static void print_kick_lateness(void)
             got99 = true;
         }
     }
-    printf("idle-server: kicks run after their deadline tick: p50 <%llums "
+    printf("rota-idle-server: kicks run after their deadline tick: p50 <%llums "
            "p99 <%llums max %.1fms (%llu kicks)\n",
            (unsigned long long)p50 + 1, (unsigned long long)p99 + 1,
            (double)max_ns / 1e6, (unsigned long long)total);
@@ -784,7 +751,7 @@ static void print_stats(double t, const struct counters *now,
     long kib = rss_kib();
     if (kib >= 0)
         snprintf(rss, sizeof rss, "%ldKiB", kib);
-    printf("idle-server: t=%.0fs open=%llu kicked=%llu reads/s=%.0f "
+    printf("rota-idle-server: t=%.0fs open=%llu kicked=%llu reads/s=%.0f "
            "timer-ops/s=%.0f refused=%llu reads=%llu cpu=%.3fs user=%.3fs "
            "rss=%s\n",
            t, (unsigned long long)now->open, (unsigned long long)now->kicked,
@@ -806,26 +773,27 @@ static void log_refusals(const struct counters *now,
     uint64_t mem = now->refused_mem - prev->refused_mem;
     if (fd != 0)
         fprintf(stderr,
-                "idle-server: refused %llu connection(s): out of file "
+                "rota-idle-server: refused %llu connection(s): out of file "
                 "descriptors (EMFILE); still serving the %llu open ones\n",
                 (unsigned long long)fd, (unsigned long long)now->open);
     if (lim != 0)
         fprintf(stderr,
-                "idle-server: refused %llu connection(s): --max-conns %ld "
+                "rota-idle-server: refused %llu connection(s): --max-conns %ld "
                 "reached\n",
                 (unsigned long long)lim, cfg.max_conns);
     if (mem != 0)
-        fprintf(stderr,
-                "idle-server: refused or dropped %llu connection(s): out of "
-                "memory or buffers\n",
-                (unsigned long long)mem);
+        fprintf(
+            stderr,
+            "rota-idle-server: refused or dropped %llu connection(s): out of "
+            "memory or buffers\n",
+            (unsigned long long)mem);
 }
 
 static void usage(FILE *to)
 {
     fprintf(
         to,
-        "usage: idle-server [options]\n"
+        "usage: rota-idle-server [options]\n"
         "A multi-threaded epoll echo server that closes idle connections.\n"
         "\n"
         "  --bind ADDR         IPv4 address to listen on (default "
@@ -896,7 +864,7 @@ static void parse_args(int argc, char **argv)
             const char *m = cli_value(argc, argv, &i);
             if (strcmp(m, "uring") == 0) {
 #ifndef IDLE_HAVE_URING
-                cli_die("--loop uring: this idle-server was built without "
+                cli_die("--loop uring: this rota-idle-server was built without "
                         "liburing");
 #endif
                 cfg.loop = LOOP_URING;
@@ -957,7 +925,7 @@ static uint64_t ns_since(uint64_t t0)
 
 int main(int argc, char **argv)
 {
-    cli_prog = "idle-server";
+    cli_prog = "rota-idle-server";
     parse_args(argc, argv);
 
     long nofile = cli_raise_nofile();
@@ -984,16 +952,17 @@ int main(int argc, char **argv)
     char a[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &cfg.addr.sin_addr, a, sizeof a);
     char idle[32], tick[32];
-    printf("idle-server: listening on %s:%u with %d worker(s), idle timeout "
-           "%s, tick %s, timer=%s, max %ld connections (descriptor limit "
-           "%ld)\n",
-           a, ntohs(cfg.addr.sin_port), cfg.threads,
-           cli_fmt_duration(cfg.idle_ns, idle, sizeof idle),
-           cli_fmt_duration(cfg.tick_ns, tick, sizeof tick),
-           cfg.loop == LOOP_URING ? "uring"
-           : cfg.use_timerfd      ? "timerfd"
-                                  : "epoll",
-           cfg.max_conns, nofile);
+    printf(
+        "rota-idle-server: listening on %s:%u with %d worker(s), idle timeout "
+        "%s, tick %s, timer=%s, max %ld connections (descriptor limit "
+        "%ld)\n",
+        a, ntohs(cfg.addr.sin_port), cfg.threads,
+        cli_fmt_duration(cfg.idle_ns, idle, sizeof idle),
+        cli_fmt_duration(cfg.tick_ns, tick, sizeof tick),
+        cfg.loop == LOOP_URING ? "uring"
+        : cfg.use_timerfd      ? "timerfd"
+                               : "epoll",
+        cfg.max_conns, nofile);
     fflush(stdout);
 
     for (int i = 0; i < cfg.threads; i++) {
@@ -1039,7 +1008,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < cfg.threads; i++) {
         uint64_t one = 1;
         if (write(wake_fd_of[i], &one, sizeof one) < 0)
-            fprintf(stderr, "idle-server: waking worker %d: %s\n", i,
+            fprintf(stderr, "rota-idle-server: waking worker %d: %s\n", i,
                     strerror(errno));
     }
     for (int i = 0; i < cfg.threads; i++)
@@ -1049,20 +1018,21 @@ int main(int argc, char **argv)
     log_refusals(&now, &prev);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("idle-server: stopped (%s) after %.1fs: accepted=%llu kicked=%llu "
-           "peer-closed=%llu reads=%llu timer-ops=%llu refused-fd=%llu "
-           "refused-limit=%llu timerfd-settime=%llu epoll-ctl=%llu "
-           "timer-sqes=%llu cpu=%.3fs maxrss=%ldKiB\n",
-           signo == SIGINT    ? "SIGINT"
-           : signo == SIGTERM ? "SIGTERM"
-                              : "duration reached",
-           (double)ns_since(t0) / 1e9, (unsigned long long)now.accepted,
-           (unsigned long long)now.kicked, (unsigned long long)now.peer_closed,
-           (unsigned long long)now.reads, (unsigned long long)now.timer_ops,
-           (unsigned long long)now.refused_fd,
-           (unsigned long long)now.refused_limit,
-           (unsigned long long)now.settime, (unsigned long long)now.epoll_ctls,
-           (unsigned long long)now.timer_sqes, cpu_seconds(), ru.ru_maxrss);
+    printf(
+        "rota-idle-server: stopped (%s) after %.1fs: accepted=%llu kicked=%llu "
+        "peer-closed=%llu reads=%llu timer-ops=%llu refused-fd=%llu "
+        "refused-limit=%llu timerfd-settime=%llu epoll-ctl=%llu "
+        "timer-sqes=%llu cpu=%.3fs maxrss=%ldKiB\n",
+        signo == SIGINT    ? "SIGINT"
+        : signo == SIGTERM ? "SIGTERM"
+                           : "duration reached",
+        (double)ns_since(t0) / 1e9, (unsigned long long)now.accepted,
+        (unsigned long long)now.kicked, (unsigned long long)now.peer_closed,
+        (unsigned long long)now.reads, (unsigned long long)now.timer_ops,
+        (unsigned long long)now.refused_fd,
+        (unsigned long long)now.refused_limit, (unsigned long long)now.settime,
+        (unsigned long long)now.epoll_ctls, (unsigned long long)now.timer_sqes,
+        cpu_seconds(), ru.ru_maxrss);
     print_kick_lateness();
     for (int i = 0; i < cfg.threads; i++)
         stop_worker(i);

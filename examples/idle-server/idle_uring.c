@@ -185,8 +185,7 @@ static void uconn_release(struct uworker *w, struct uconn *c)
 
 static void resume_accepting(struct uworker *w)
 {
-    if (w->reserve_fd < 0)
-        w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    policy_reserve(&w->reserve_fd);
     if (w->paused && !w->accepting)
         queue_accept(w, false);
     w->paused = false;
@@ -209,13 +208,8 @@ static void uconn_close(struct uworker *w, struct uconn *c)
     c->state = U_CLOSED;
     if (!c->busy)
         uconn_release(w, c);
-    w->st.c.open--;
-    conn_leave();
-    /* A paused listener resumes as soon as a descriptor is free. */
-    if (rota_timer_cancel(&w->wheel, &w->resume) == 1) {
-        w->st.c.timer_ops++;
+    if (policy_closed(&w->wheel, &w->resume, &w->st))
         resume_accepting(w);
-    }
 }
 
 static void on_uidle(struct rota_wheel *wheel, struct rota_timer *timer,
@@ -225,10 +219,7 @@ static void on_uidle(struct rota_wheel *wheel, struct rota_timer *timer,
     struct uconn *c = rota_container_of(timer, struct uconn, idle);
 
     (void)late;
-    /* The loop's lateness: the deadline was already rounded up to a tick. */
-    uint64_t due_ns = rota_clock_ns(&w->clock, rota_timer_deadline(timer));
-    wstats_kick(&w->st, due_ns, rota_clock_now_ns(&w->clock));
-    w->st.c.timer_ops++;
+    policy_kicked(&w->st, &w->clock, rota_timer_deadline(timer));
     uconn_close(w, c);
 }
 
@@ -253,27 +244,17 @@ enum next_accept { ACCEPT_NOW, ACCEPT_AFTER_POLL, ACCEPT_PAUSED };
  * fails at once again, and again - a spinning worker. */
 static enum next_accept urefuse_one(struct uworker *w)
 {
-    if (w->reserve_fd >= 0) {
-        close(w->reserve_fd);
-        w->reserve_fd = -1;
-        int fd = accept4(w->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        int err = errno;
-        if (fd >= 0) {
-            close(fd);
-            w->st.c.refused_fd++;
-        }
-        w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (w->reserve_fd >= 0)
-            return fd >= 0 ? ACCEPT_NOW : ACCEPT_AFTER_POLL;
-        if (fd < 0 && err != EMFILE && err != ENFILE)
-            return ACCEPT_AFTER_POLL;
+    switch (policy_refuse(w->listen_fd, &w->reserve_fd, &w->st)) {
+    case REFUSE_AGAIN:
+        return ACCEPT_NOW;
+    case REFUSE_EMPTY:
+        return ACCEPT_AFTER_POLL;
+    case REFUSE_PAUSE:
+        break;
     }
-    /* Another thread took the freed slot: stop accepting for a moment. */
+    /* Stop accepting for a moment. */
     w->paused = true;
-    w->st.c.paused++;
-    rota_timer_arm_at(&w->wheel, &w->resume,
-                      rota_clock_deadline_after(&w->clock, PAUSE_NS));
-    w->st.c.timer_ops++;
+    policy_pause(&w->wheel, &w->clock, &w->resume, &w->st);
     return ACCEPT_PAUSED;
 }
 
@@ -318,9 +299,7 @@ static void on_listener(struct uworker *w, int res)
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->fd = fd;
-    rota_timer_init(&c->idle, on_uidle);
-    rota_timer_arm_at(&w->wheel, &c->idle,
-                      rota_clock_deadline_after(&w->clock, cfg.idle_ns));
+    policy_idle_arm(&w->wheel, &w->clock, &c->idle, on_uidle);
     w->st.c.timer_ops++;
     w->st.c.open++;
     w->st.c.accepted++;
@@ -337,10 +316,7 @@ static void on_conn(struct uworker *w, struct uconn *c, int res)
     if (c->state == U_RECV) {
         if (res > 0) {
             /* The refresh: a store in the timer, no SQE, no system call. */
-            uint64_t deadline =
-                rota_clock_deadline_after(&w->clock, cfg.idle_ns);
-            if (rota_timer_touch_at(&w->wheel, &c->idle, deadline) != 0)
-                rota_timer_arm_at(&w->wheel, &c->idle, deadline);
+            policy_idle_touch(&w->wheel, &w->clock, &c->idle);
             w->st.c.reads++;
             w->st.c.timer_ops++;
             w->st.c.bytes += (uint64_t)res;
@@ -439,15 +415,17 @@ void *uworker_main(void *arg)
     while (!atomic_load_explicit(&stopping, memory_order_relaxed)) {
         if (rota_uring_sync(&w->ut) < 0 && !w->warned_timer) {
             fprintf(stderr,
-                    "idle-server: worker %d: cannot arm the ring timeout: %s\n",
+                    "rota-idle-server: worker %d: cannot arm the ring timeout: "
+                    "%s\n",
                     w->id, strerror(errno));
             w->warned_timer = true;
         }
         int rc = io_uring_submit_and_wait(&w->ring, 1);
         if (rc < 0 && rc != -EINTR && rc != -EBUSY) {
             errno = -rc;
-            fprintf(stderr, "idle-server: worker %d: io_uring_submit: %s\n",
-                    w->id, strerror(errno));
+            fprintf(stderr,
+                    "rota-idle-server: worker %d: io_uring_submit: %s\n", w->id,
+                    strerror(errno));
             break;
         }
         /* Copies of the adapter's completions, handled after the I/O. */

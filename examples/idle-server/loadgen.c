@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * idle-loadgen: open many connections to an idle-server on loopback, keep a
+ * rota-idle-loadgen: open many connections to a rota-idle-server on loopback, keep a
  * fraction of them chatty, leave the rest silent, and report how long after
  * its last write the server closed each silent one.
  *
@@ -236,7 +236,7 @@ static void run_share(long first, long count, int out_fd)
     p->n = count;
     p->c = calloc((size_t)(count > 0 ? count : 1), sizeof *p->c);
     if (p->c == NULL) {
-        fprintf(stderr, "idle-loadgen: out of memory\n");
+        fprintf(stderr, "rota-idle-loadgen: out of memory\n");
         exit(1);
     }
     rota_clock_init(&p->clock, ROTA_CLOCK_MONOTONIC, TICK_NS);
@@ -244,7 +244,7 @@ static void run_share(long first, long count, int out_fd)
     rota_epoll_init(&p->et, &p->wheel, &p->clock, 0);
     p->ep = epoll_create1(EPOLL_CLOEXEC);
     if (p->ep < 0) {
-        perror("idle-loadgen: epoll_create1");
+        perror("rota-idle-loadgen: epoll_create1");
         exit(1);
     }
     /* The first round(connections * chatty) connections, counted globally,
@@ -281,13 +281,15 @@ static void run_share(long first, long count, int out_fd)
         if (end == 0 && p->next_to_connect == p->n && p->connecting == 0) {
             end = now + opt.duration_ns;
             if (!opt.quiet)
-                fprintf(stderr, "idle-loadgen[%d]: %ld connected in %.2fs\n",
+                fprintf(stderr,
+                        "rota-idle-loadgen[%d]: %ld connected in %.2fs\n",
                         (int)getpid(), p->open, (double)(now - start) / 1e9);
         }
         if (end != 0 && (now >= end || p->open == 0))
             break;
         if (end == 0 && now - start > connect_phase_ns) {
-            fprintf(stderr, "idle-loadgen: connecting took longer than %.0fs\n",
+            fprintf(stderr,
+                    "rota-idle-loadgen: connecting took longer than %.0fs\n",
                     (double)connect_phase_ns / 1e9);
             break;
         }
@@ -348,40 +350,41 @@ static double pct_ms(const int64_t *v, size_t n, double q)
 
 static void usage(FILE *to)
 {
-    fprintf(to,
-            "usage: idle-loadgen --port N [options]\n"
-            "Open connections to an idle-server on loopback; report when the "
-            "silent ones are closed.\n"
-            "\n"
-            "  --host ADDR         server address, in 127.0.0.0/8 (default "
-            "127.0.0.1)\n"
-            "  --port N            server port (required)\n"
-            "  --connections N     connections to open (default 1000)\n"
-            "  --chatty F          fraction that write every --interval "
-            "(default 0.1)\n"
-            "  --interval T        chatty write interval (default 1s)\n"
-            "  --duration T        run time once all are connected (default "
-            "10s)\n"
-            "  --idle-timeout T    the server's idle timeout, to report "
-            "lateness\n"
-            "  --expect-min T      fail if a silent connection is closed "
-            "sooner than T after its last write\n"
-            "  --expect-max T      fail if one is closed later, or not at "
-            "all\n"
-            "  --processes P       split the connections over P processes "
-            "(default 1)\n"
-            "  --sources S         spread them over S source addresses "
-            "127.0.0.1.. (default: 1 per 25000)\n"
-            "  --concurrency N     connects in flight per process (default "
-            "256)\n"
-            "  --rate N            at most N connects per second in all "
-            "(default: no cap)\n"
-            "  --report FILE       one line per silent connection: index and "
-            "close delay in ms\n"
-            "  --quiet             only the summary\n"
-            "  --help              this text\n"
-            "\n"
-            "Durations take a unit: ns, us, ms, s (the default) or m.\n");
+    fprintf(
+        to,
+        "usage: rota-idle-loadgen --port N [options]\n"
+        "Open connections to a rota-idle-server on loopback; report when the "
+        "silent ones are closed.\n"
+        "\n"
+        "  --host ADDR         server address, in 127.0.0.0/8 (default "
+        "127.0.0.1)\n"
+        "  --port N            server port (required)\n"
+        "  --connections N     connections to open (default 1000)\n"
+        "  --chatty F          fraction that write every --interval "
+        "(default 0.1)\n"
+        "  --interval T        chatty write interval (default 1s)\n"
+        "  --duration T        run time once all are connected (default "
+        "10s)\n"
+        "  --idle-timeout T    the server's idle timeout, to report "
+        "lateness\n"
+        "  --expect-min T      fail if a silent connection is closed "
+        "sooner than T after its last write\n"
+        "  --expect-max T      fail if one is closed later, or not at "
+        "all\n"
+        "  --processes P       split the connections over P processes "
+        "(default 1)\n"
+        "  --sources S         spread them over S source addresses "
+        "127.0.0.1.. (default: 1 per 25000)\n"
+        "  --concurrency N     connects in flight per process (default "
+        "256)\n"
+        "  --rate N            at most N connects per second in all "
+        "(default: no cap)\n"
+        "  --report FILE       one line per silent connection: index and "
+        "close delay in ms\n"
+        "  --quiet             only the summary\n"
+        "  --help              this text\n"
+        "\n"
+        "Durations take a unit: ns, us, ms, s (the default) or m.\n");
 }
 
 static void parse_args(int argc, char **argv)
@@ -465,7 +468,7 @@ static void parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    cli_prog = "idle-loadgen";
+    cli_prog = "rota-idle-loadgen";
     parse_args(argc, argv);
     signal(SIGPIPE, SIG_IGN);
 
@@ -483,13 +486,13 @@ int main(int argc, char **argv)
         long count = opt.connections * (i + 1) / opt.processes - first;
         int pipefd[2];
         if (pipe2(pipefd, O_CLOEXEC) != 0) {
-            perror("idle-loadgen: pipe");
+            perror("rota-idle-loadgen: pipe");
             return 1;
         }
         fflush(NULL);
         pids[i] = fork();
         if (pids[i] < 0) {
-            perror("idle-loadgen: fork");
+            perror("rota-idle-loadgen: fork");
             return 1;
         }
         if (pids[i] == 0) {
@@ -579,7 +582,7 @@ int main(int argc, char **argv)
         close(fds[i]);
     }
     if (delays == NULL) {
-        fprintf(stderr, "idle-loadgen: out of memory\n");
+        fprintf(stderr, "rota-idle-loadgen: out of memory\n");
         return 1;
     }
 
@@ -614,27 +617,32 @@ int main(int argc, char **argv)
             hi_bad++;
     }
 
-    printf("idle-loadgen: %ld connections (%llu chatty, %llu silent) over %ld "
+    printf("rota-idle-loadgen: %ld connections (%llu chatty, %llu silent) over "
+           "%ld "
            "process(es) and %ld source address(es)\n",
            opt.connections, (unsigned long long)total.chatty,
            (unsigned long long)total.silent, opt.processes, opt.sources);
-    printf("idle-loadgen: writes=%llu echoed=%llu connect-failures=%llu%s%s\n",
+    printf("rota-idle-loadgen: writes=%llu echoed=%llu "
+           "connect-failures=%llu%s%s\n",
            (unsigned long long)total.writes, (unsigned long long)total.echoed,
            (unsigned long long)total.failed, total.failed ? " first: " : "",
            total.failed ? strerror((int)total.first_error) : "");
-    printf("idle-loadgen: chatty closed by the server: %llu\n",
+    printf("rota-idle-loadgen: chatty closed by the server: %llu\n",
            (unsigned long long)total.chatty_closed);
-    printf("idle-loadgen: silent closed by the server: %zu, still open at the "
+    printf("rota-idle-loadgen: silent closed by the server: %zu, still open at "
+           "the "
            "end: %zu\n",
            closed, never);
     if (closed != 0) {
-        printf("idle-loadgen: close after last write (ms): min %.1f p50 %.1f "
-               "p99 %.1f max %.1f\n",
-               pct_ms(delays, closed, 0), pct_ms(delays, closed, 0.5),
-               pct_ms(delays, closed, 0.99), pct_ms(delays, closed, 1));
+        printf(
+            "rota-idle-loadgen: close after last write (ms): min %.1f p50 %.1f "
+            "p99 %.1f max %.1f\n",
+            pct_ms(delays, closed, 0), pct_ms(delays, closed, 0.5),
+            pct_ms(delays, closed, 0.99), pct_ms(delays, closed, 1));
         if (opt.idle_ns != 0) {
             double idle_ms = (double)opt.idle_ns / 1e6;
-            printf("idle-loadgen: kick lateness beyond the idle timeout (ms): "
+            printf("rota-idle-loadgen: kick lateness beyond the idle timeout "
+                   "(ms): "
                    "min %.1f p50 %.1f p99 %.1f max %.1f\n",
                    pct_ms(delays, closed, 0) - idle_ms,
                    pct_ms(delays, closed, 0.5) - idle_ms,
@@ -645,41 +653,43 @@ int main(int argc, char **argv)
 
     bool fail = false;
     if (timed_out) {
-        printf("idle-loadgen: FAIL: the run did not finish in time\n");
+        printf("rota-idle-loadgen: FAIL: the run did not finish in time\n");
         fail = true;
     }
     if (total.failed != 0) {
-        printf("idle-loadgen: FAIL: %llu connect(s) failed\n",
+        printf("rota-idle-loadgen: FAIL: %llu connect(s) failed\n",
                (unsigned long long)total.failed);
         fail = true;
     }
     if (total.chatty_closed != 0) {
-        printf("idle-loadgen: FAIL: %llu chatty connection(s) closed by the "
-               "server\n",
-               (unsigned long long)total.chatty_closed);
+        printf(
+            "rota-idle-loadgen: FAIL: %llu chatty connection(s) closed by the "
+            "server\n",
+            (unsigned long long)total.chatty_closed);
         fail = true;
     }
     if (lo_bad != 0) {
-        printf("idle-loadgen: FAIL: %zu silent connection(s) closed sooner "
-               "than %.1f ms after their last write (first %.1f ms)\n",
-               lo_bad, (double)opt.expect_min_ns / 1e6,
-               pct_ms(delays, closed, 0));
+        printf(
+            "rota-idle-loadgen: FAIL: %zu silent connection(s) closed sooner "
+            "than %.1f ms after their last write (first %.1f ms)\n",
+            lo_bad, (double)opt.expect_min_ns / 1e6, pct_ms(delays, closed, 0));
         fail = true;
     }
     if (hi_bad != 0) {
-        printf("idle-loadgen: FAIL: %zu silent connection(s) closed later "
+        printf("rota-idle-loadgen: FAIL: %zu silent connection(s) closed later "
                "than %.1f ms after their last write (max %.1f ms)\n",
                hi_bad, (double)opt.expect_max_ns / 1e6,
                pct_ms(delays, closed, 1));
         fail = true;
     }
     if (opt.has_max && never != 0) {
-        printf("idle-loadgen: FAIL: %zu silent connection(s) never closed\n",
-               never);
+        printf(
+            "rota-idle-loadgen: FAIL: %zu silent connection(s) never closed\n",
+            never);
         fail = true;
     }
     if (!fail && (opt.has_min || opt.has_max))
-        printf("idle-loadgen: OK\n");
+        printf("rota-idle-loadgen: OK\n");
     free(delays);
     return fail ? 1 : 0;
 }

@@ -2,8 +2,9 @@
 /*
  * server.h - what the idle server's two event loops share: the
  * configuration, the counters a worker publishes, the kick-lateness
- * histogram, and the io_uring worker's interface (idle_uring.c).  The epoll
- * worker and main() live in idle_server.c.
+ * histogram, the connection policy (policy.c) and the io_uring worker's
+ * interface (idle_uring.c).  The epoll worker and main() live in
+ * idle_server.c.
  */
 #ifndef IDLE_SERVER_H
 #define IDLE_SERVER_H
@@ -45,7 +46,7 @@ extern struct config cfg;
 extern atomic_bool stopping;
 extern atomic_long open_total; /* for --max-conns */
 
-/* Print "idle-server: WHAT: strerror(errno)" and exit 1. */
+/* Print "rota-idle-server: WHAT: strerror(errno)" and exit 1. */
 void die_sys(const char *what) __attribute__((noreturn));
 
 /* ------------------------------------------------------------- statistics */
@@ -125,6 +126,43 @@ static inline void conn_leave(void)
 {
     atomic_fetch_sub_explicit(&open_total, 1, memory_order_relaxed);
 }
+
+/* ------------------------------------------------------------ the policy */
+
+/* policy.c: what both workers do with a connection's idle timer and with
+ * the listener (the rules are at the top of policy.c). */
+struct rota_wheel;
+struct rota_clock;
+struct rota_timer;
+
+/* Arms `idle` --idle-timeout from now, calling on_idle when it fires. */
+void policy_idle_arm(struct rota_wheel *wheel, struct rota_clock *clock,
+                     struct rota_timer *idle,
+                     void (*on_idle)(struct rota_wheel *, struct rota_timer *,
+                                     uint64_t));
+/* Data arrived: the idle timeout starts again from now. */
+void policy_idle_touch(struct rota_wheel *wheel, struct rota_clock *clock,
+                       struct rota_timer *idle);
+/* A kick of a timer that was due at `deadline` (ticks) runs now. */
+void policy_kicked(struct wstats *st, struct rota_clock *clock,
+                   uint64_t deadline);
+/* A connection closed (its own timer already cancelled by the driver):
+ * true when the listener paused for lack of descriptors should resume. */
+bool policy_closed(struct rota_wheel *wheel, struct rota_timer *resume,
+                   struct wstats *st);
+/* Reopen the spare descriptor if it is closed. */
+void policy_reserve(int *reserve_fd);
+
+/* accept() failed with EMFILE or ENFILE: what policy_refuse() did. */
+enum refusal {
+    REFUSE_AGAIN, /* refused the head of the backlog: accept again */
+    REFUSE_EMPTY, /* the backlog was empty: wait until it is not */
+    REFUSE_PAUSE  /* no descriptor even for that: pause the listener */
+};
+enum refusal policy_refuse(int listen_fd, int *reserve_fd, struct wstats *st);
+/* Pause the listener: `resume` fires after PAUSE_NS at most. */
+void policy_pause(struct rota_wheel *wheel, struct rota_clock *clock,
+                  struct rota_timer *resume, struct wstats *st);
 
 /* ---------------------------------------------------- the io_uring worker */
 

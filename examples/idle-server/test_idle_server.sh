@@ -34,7 +34,7 @@ else
     loop_args="--timer $timer"
 fi
 max_ms=$((idle_ms + tick_ms + 300))
-name="idle-server(tick ${tick_ms}ms, idle ${idle_ms}ms, $timer)"
+name="rota-idle-server(tick ${tick_ms}ms, idle ${idle_ms}ms, $timer)"
 
 # The test raises its own descriptor limit, within the hard limit.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

@@ -16,7 +16,7 @@
 set -u
 
 server=$1 loadgen=$2
-name="idle-server errors"
+name="rota-idle-server errors"
 tmp=$(mktemp -d)
 pids=()
 cleanup() {

@@ -22,7 +22,7 @@
 set -u
 
 server=$1 loadgen=$2 loop=${3:-epoll}
-name="idle-server out of descriptors ($loop)"
+name="rota-idle-server out of descriptors ($loop)"
 tmp=$(mktemp -d)
 spid=
 cleanup() {

@@ -19,7 +19,7 @@
 set -u
 
 server=$1 loadgen=$2 shrink=${3:-on}
-name="idle-server(--idle-min, shrink $shrink)"
+name="rota-idle-server(--idle-min, shrink $shrink)"
 min_args="--idle-min 1s"
 [ "$shrink" = off ] && min_args=""
 

@@ -32,7 +32,7 @@
 set -u
 
 server=$1 loadgen=$2 timer=$3
-name="idle-server syscalls ($timer)"
+name="rota-idle-server syscalls ($timer)"
 tmp=$(mktemp -d)
 spid=
 cleanup() {

@@ -113,7 +113,7 @@
  *   service thread ~5-10 ns per pair (it wakes once per fire, ~1,500
  *   times per 2e6 pairs); in S3 (a request timeout armed and cancelled
  *   by one thread, 1% fire) the service thread's share is its wake per
- *   fire.  bench/service_counts.c counts one thread's pairs under
+ *   fire.  bench/counts/service_counts.c counts one thread's pairs under
  *   callgrind; per arm + cancel pair, with the loop's own ~30:
  *
  *                            S1 Ir  refs  D1 misses    S3 Ir  refs
@@ -152,7 +152,7 @@
  *     the one it sleeps until.
  *
  * ALTERNATIVES REJECTED (measured on this project's 2-vCPU VM, S1 of
- * bench/service_bench.c: arm + cancel pairs with 1e5 live timers)
+ * bench/service/service_bench.c: arm + cancel pairs with 1e5 live timers)
  *   - A lock-free MPSC queue drained by the service thread (Netty; the
  *     first version of this file): each record's state word decided the
  *     operation with a CAS and the record was queued once for the service
@@ -162,7 +162,7 @@
  *     for the whole pair done inline on a shard, and the mutex heap ran
  *     ~1.4x faster than it.  A queue only pays when the consumer's work is
  *     cheaper than the handoff; here it is not.
- *   - One mutex around one wheel or heap (bench/service_heap.c): producers
+ *   - One mutex around one wheel or heap (bench/service/service_heap.c): producers
  *     serialise and the structure's cache lines bounce between them.
  *   - Lazy cancel (leave cancelled timers in the wheel until their slot
  *     comes due, netty before PR#2561): memory held for the full delay.

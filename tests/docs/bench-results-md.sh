@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bench-results-md.sh - bench/results-md.py turns a results file into the
+# bench-results-md.sh - bench/common/results-md.py turns a results file into the
 # page it should, and refuses a broken one.
 #
 #   bench-results-md.sh [PYTHON]
 #
 # good.json holds rota and heap2 at two sizes: the page must name the run
 # (commit, CPU, a full run) and show each heap2 cell with its ratio to
-# rota's in rows ordered by N, and list the skipped job.  bad.json has a
+# rota's in rows ordered by N under the title the file gives W1, and
+# list the skipped job.  bad.json has a
 # result without its metric: the script must fail and name the field.
 set -uo pipefail
 
 python=${1:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
-script=$here/../../bench/results-md.py
+script=$here/../../bench/common/results-md.py
 fixtures=$here/bench-results
 ok=1
 
@@ -32,6 +33,8 @@ page=$("$python" "$script" --note "A fixture." "$fixtures/good.json") || {
 printf '%s\n' "$page"
 expect 'a full run, commit `abc1234`, on 2026-01-01T00:00:00Z, Test CPU (2 CPUs online)'
 expect 'A fixture.'
+# The title comes from the file's meta.workloads, not from the script.
+expect '## W1 as the file names it: `ns_per_op`'
 expect '| N | rota | heap2 |'
 expect '| 1e3 | 10.0 | 25.0 (2.50x) |'
 expect '| 1e6 | 80.0 | 200 (2.50x) |'

@@ -38,26 +38,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Workload bits for bench_impl.skip(). */
-enum bench_workload {
-    WL_W1,
-    WL_W2,
-    WL_W3,
-    WL_W4,
-    WL_W5,
-    WL_W6,
-    WL_W7,
-    WL_W8,
-    WL_MEM,
-    WL_FLOOR,
-    WL_COUNT
-};
+#include "benchutil.h" /* bench_die(): a library call failed */
 
 struct bench_impl {
     const char *name;
-    /* NULL when the implementation runs workload `wl` honestly, otherwise
-     * the reason it does not (goes to meta.skipped). May be NULL itself. */
-    const char *(*skip)(enum bench_workload wl);
+    /* NULL when the implementation runs workload `wl` (its name: "W2")
+     * honestly, otherwise the reason it does not (goes to meta.skipped).
+     * May be NULL itself: every workload runs. */
+    const char *(*skip)(const char *wl);
     /* Bytes the user allocates per timer (the node: library timer + id). */
     size_t node_size;
     void *(*create)(uint32_t n, uint64_t now);
@@ -92,10 +80,6 @@ struct bench_impl {
 
 /* Called by every adapter, from inside advance(), once per fire. */
 void bench_fired(uint32_t id);
-
-/* Aborts the run with a message: a library call failed. */
-_Noreturn void bench_die(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
 
 /* The fake clock the real peers read (fakeclock.c).  While enabled,
  * clock_gettime() returns the simulated tick `ms` for every clock id,

@@ -109,23 +109,8 @@ static const char *skip_reason(const char *impl, const char *workload,
 
 /* ---------------------------------------------------------------- table */
 
-static const char *const wl_order[] = {"W1", "W2", "W3",  "W4",   "W5",
-                                       "W7", "W8", "MEM", "FLOOR"};
-static const char *const metric_order[] = {"ns_per_op",
-                                           "ns_per_arm",
-                                           "ns_per_expiry",
-                                           "ns_per_advance",
-                                           "ns_per_fire",
-                                           "advance_p50_us",
-                                           "advance_p999_us",
-                                           "advance_max_us",
-                                           "cpu_ms_per_sim_s",
-                                           "bytes_per_timer_rss",
-                                           "bytes_per_timer_node",
-                                           "ns_per_access",
-                                           "ns_per_dependent_access"};
-#define NWL (sizeof wl_order / sizeof wl_order[0])
-#define NMETRIC (sizeof metric_order / sizeof metric_order[0])
+/* Rows: the workload table's order, each workload's metrics in its
+ * row's order (bench_workloads, workloads.c). */
 
 static int collect_ns(uint32_t *ns)
 {
@@ -179,24 +164,23 @@ void report_table(FILE *out, const char *const *impls, int nimpl)
         fprintf(out, " %17s", cols[c]);
     fputc('\n', out);
 
-    for (size_t w = 0; w < NWL; w++) {
-        for (size_t m = 0; m < NMETRIC; m++) {
+    for (int w = 0; w < bench_nworkloads; w++) {
+        const char *wl = bench_workloads[w].name;
+        for (int m = 0; m < 4 && bench_workloads[w].metrics[m]; m++) {
+            const char *metric = bench_workloads[w].metrics[m];
             for (int i = 0; i < nn; i++) {
                 bool row = false;
                 for (int c = 0; c < nc && !row; c++)
-                    row = find(cols[c], wl_order[w], metric_order[m], ns[i]);
+                    row = find(cols[c], wl, metric, ns[i]);
                 if (!row)
                     continue;
-                const struct result *base =
-                    find("rota", wl_order[w], metric_order[m], ns[i]);
-                fprintf(out, "%-5s %-23s %9u", wl_order[w], metric_order[m],
-                        ns[i]);
+                const struct result *base = find("rota", wl, metric, ns[i]);
+                fprintf(out, "%-5s %-23s %9u", wl, metric, ns[i]);
                 for (int c = 0; c < nc; c++) {
-                    const struct result *r =
-                        find(cols[c], wl_order[w], metric_order[m], ns[i]);
+                    const struct result *r = find(cols[c], wl, metric, ns[i]);
                     char cell[48], v[24];
                     if (!r) {
-                        bool na = skip_reason(cols[c], wl_order[w], ns[i]);
+                        bool na = skip_reason(cols[c], wl, ns[i]);
                         snprintf(cell, sizeof cell, "%s", na ? "n/a" : "-");
                     } else if (base && base->value > 0 &&
                                strcmp(cols[c], "rota") != 0) {
@@ -227,44 +211,6 @@ void report_table(FILE *out, const char *const *impls, int nimpl)
 
 /* ----------------------------------------------------------------- JSON */
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-static void cpu_model(char *buf, size_t size)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    snprintf(buf, size, "unknown");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *p = strchr(line, ':');
-            if (p) {
-                p++;
-                while (*p == ' ' || *p == '\t')
-                    p++;
-                p[strcspn(p, "\n")] = '\0';
-                snprintf(buf, size, "%s", p);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
-
 /* The commit measured: `git describe --always --dirty` in the source tree
  * the binary was built from ("-dirty": uncommitted changes), or "unknown"
  * outside a git checkout. */
@@ -284,34 +230,34 @@ static void commit_id(char *buf, size_t size)
 
 int report_json(const char *path, const struct config *cfg)
 {
-    if (mkdir_parents(path) != 0)
+    if (bench_mkdir_parents(path) != 0)
         return -1;
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
     char cpu[256], date[64];
-    cpu_model(cpu, sizeof cpu);
+    bench_cpu_model(cpu, sizeof cpu);
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     struct utsname u;
     uname(&u);
 
     fprintf(f, "{\n  \"meta\": {\n    \"compiler\": ");
-    json_string(f, BENCH_COMPILER);
+    bench_json_string(f, BENCH_COMPILER);
     fprintf(f, ",\n    \"flags\": ");
-    json_string(f, BENCH_CFLAGS);
+    bench_json_string(f, BENCH_CFLAGS);
     fprintf(f, ",\n    \"cpu\": ");
-    json_string(f, cpu);
+    bench_json_string(f, cpu);
     fprintf(f, ",\n    \"cpus_online\": %ld", sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(f, ",\n    \"kernel\": ");
-    json_string(f, u.release);
+    bench_json_string(f, u.release);
     fprintf(f, ",\n    \"seed\": %llu", (unsigned long long)cfg->seed);
     fprintf(f, ",\n    \"date\": ");
-    json_string(f, date);
+    bench_json_string(f, date);
     char commit[128];
     commit_id(commit, sizeof commit);
     fprintf(f, ",\n    \"commit\": ");
-    json_string(f, commit);
+    bench_json_string(f, commit);
     char reps[512];
     snprintf(reps, sizeof reps,
              "median of up to %d repetitions for N <= 1e6 and up to %d at "
@@ -321,39 +267,50 @@ int report_json(const char *path, const struct config *cfg)
              "measured once",
              cfg->reps_small, cfg->reps_big, cfg->cap_small, cfg->cap_big);
     fprintf(f, ",\n    \"repetitions\": ");
-    json_string(f, reps);
+    bench_json_string(f, reps);
     fprintf(f, ",\n    \"quick\": %s", cfg->quick ? "true" : "false");
     fprintf(f, ",\n    \"clock\": ");
-    json_string(f, "simulated: 1 tick = 1 ms, starting at 1000000");
+    bench_json_string(f, "simulated: 1 tick = 1 ms, starting at 1000000");
     fprintf(f, ",\n    \"ops_per_repetition_w1_w2_floor\": %u", cfg->w12_ops);
     fprintf(f, ",\n    \"w4_advance_calls\": %u", cfg->w4_ticks);
     fprintf(f, ",\n    \"w5_ticks\": %u", cfg->w5_ticks);
+    /* The workloads this program runs, in its order, with their titles:
+     * what bench/common/results-md.py orders and names tables by. */
+    fprintf(f, ",\n    \"workloads\": [");
+    for (int w = 0; w < bench_nworkloads; w++) {
+        fprintf(f, "%s\n      {\"name\": ", w ? "," : "");
+        bench_json_string(f, bench_workloads[w].name);
+        fprintf(f, ", \"title\": ");
+        bench_json_string(f, bench_workloads[w].title);
+        fputc('}', f);
+    }
+    fprintf(f, "\n    ]");
     for (int i = 0; i < nmeta; i++) {
         fprintf(f, ",\n    ");
-        json_string(f, meta[i].key);
+        bench_json_string(f, meta[i].key);
         fprintf(f, ": %s", meta[i].value);
     }
     fprintf(f, ",\n    \"skipped\": [");
     for (int i = 0; i < nskips; i++) {
         fprintf(f, "%s\n      {\"impl\": ", i ? "," : "");
-        json_string(f, skips[i].impl);
+        bench_json_string(f, skips[i].impl);
         fprintf(f, ", \"workload\": ");
-        json_string(f, skips[i].workload);
+        bench_json_string(f, skips[i].workload);
         if (skips[i].n)
             fprintf(f, ", \"n\": %u", skips[i].n);
         fprintf(f, ", \"reason\": ");
-        json_string(f, skips[i].reason);
+        bench_json_string(f, skips[i].reason);
         fputc('}', f);
     }
     fprintf(f, "%s]\n  },\n  \"results\": [", nskips ? "\n    " : "");
     for (int i = 0; i < nresults; i++) {
         const struct result *r = &results[i];
         fprintf(f, "%s\n    {\"impl\": ", i ? "," : "");
-        json_string(f, r->impl);
+        bench_json_string(f, r->impl);
         fprintf(f, ", \"workload\": ");
-        json_string(f, r->workload);
+        bench_json_string(f, r->workload);
         fprintf(f, ", \"n\": %u, \"metric\": ", r->n);
-        json_string(f, r->metric);
+        bench_json_string(f, r->metric);
         fprintf(f, ", \"value\": %.6g}", isfinite(r->value) ? r->value : 0.0);
     }
     fprintf(f, "\n  ]\n}\n");
@@ -425,7 +382,7 @@ void report_plot(const char *json_path)
      * must say which commit, day and machine its figures are from. */
     char commit[128], cpu[256], day[32], where[512];
     commit_id(commit, sizeof commit);
-    cpu_model(cpu, sizeof cpu);
+    bench_cpu_model(cpu, sizeof cpu);
     time_t now = time(NULL);
     strftime(day, sizeof day, "%Y-%m-%d", gmtime(&now));
     snprintf(where, sizeof where, "%s, %s, %s (%ld CPUs)", commit, day, cpu,

@@ -22,7 +22,7 @@
  *   8/63 of its delay late (12.7%, the figure Linux's essay rounds to
  *   12.5%): a 30 s timeout up to 3.8 s late, a 60 s one up to 7.6 s.
  *   wheel_approx_max_late() states the bound; the benchmark's cross-check
- *   holds every fire to it (bench/workloads.c).  Levels 0 .. 11 reach 2^39
+ *   holds every fire to it (bench/rota_bench/workloads.c).  Levels 0 .. 11 reach 2^39
  *   ticks (17 years of milliseconds); a deadline beyond that stops the run
  *   (Linux would fire it early, at its horizon).
  *

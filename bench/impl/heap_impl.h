@@ -223,16 +223,8 @@ static void advance(void *impl, uint64_t now)
     }
 }
 
-static const char *skip(enum bench_workload wl)
-{
-    if (wl == WL_W6)
-        return "no keyed API (W6 runs in bench_keyed)";
-    return NULL;
-}
-
 const struct bench_impl HEAP_NAME = {
     .name = HEAP_LABEL,
-    .skip = skip,
     .node_size = sizeof(struct hnode) + sizeof(struct hent),
     .create = create,
     .destroy = destroy,

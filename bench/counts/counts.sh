@@ -4,9 +4,9 @@
 # under valgrind's callgrind: the figures no machine changes (`make
 # bench-counts`; docs/BENCH.md, "Counts").
 #
-#   bash bench/counts.sh [-o FILE] [-c] PATH/TO/rota_counts [N ...]
+#   bash bench/counts/counts.sh [-o FILE] [-c] PATH/TO/rota_counts [N ...]
 #
-# Runs rota_counts (bench/counts.c) once per implementation and N (default
+# Runs rota_counts (bench/counts/counts.c) once per implementation and N (default
 # N: 10000 and 1000000) under callgrind with a cache model stated in the
 # output, two processes at a time, and prints per operation, net of the
 # harness (the implementation "none": the loop, the call through the
@@ -30,7 +30,7 @@ while [[ ${1:-} == -* ]]; do
     esac
 done
 if [[ $# -lt 1 || ! -x $1 ]]; then
-    echo "usage: bash bench/counts.sh [-o FILE] [-c] PATH/TO/rota_counts [N ...]" >&2
+    echo "usage: bash bench/counts/counts.sh [-o FILE] [-c] PATH/TO/rota_counts [N ...]" >&2
     exit 2
 fi
 prog=$1

@@ -172,16 +172,8 @@ static void advance(void *impl, uint64_t now)
     }
 }
 
-static const char *skip(enum bench_workload wl)
-{
-    if (wl == WL_W6)
-        return "keyed variant runs in bench_keyed (keyed_rounds.c)";
-    return NULL;
-}
-
 const struct bench_impl impl_hashed_rounds = {
     .name = "hashed-rounds",
-    .skip = skip,
     .node_size = sizeof(struct rnode),
     .create = create,
     .destroy = destroy,

@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define W1_MAX_DELAY 60000u
@@ -71,11 +72,11 @@ static uint32_t uniform(uint64_t *s, uint32_t lo, uint32_t hi)
            (uint32_t)(((splitmix(s) >> 32) * (uint64_t)(hi - lo + 1)) >> 32);
 }
 
-static uint64_t stream_seed(const struct config *cfg, enum bench_workload wl,
+static uint64_t stream_seed(const struct config *cfg, unsigned stream,
                             uint32_t n, uint64_t part)
 {
     return mix(cfg->seed ^
-               mix(((uint64_t)wl << 56) ^ ((uint64_t)n << 8) ^ part));
+               mix(((uint64_t)stream << 56) ^ ((uint64_t)n << 8) ^ part));
 }
 
 /* -------------------------------------------------------- the fire hook */
@@ -139,19 +140,19 @@ static _Noreturn void window_failed(uint32_t id, const char *what,
                                     uint64_t tick, uint64_t prev)
 {
     if (id >= g.shadow_n)
-        bench_die("CROSS-CHECK FAILED: %s %s: fire of unknown timer %u",
-                  g.real->name, g.job, id);
+        crosscheck_die("%s %s: fire of unknown timer %u", g.real->name, g.job,
+                       id);
     const struct shadow *s = &g.shadow[id];
-    bench_die("CROSS-CHECK FAILED: %s %s: timer %u %s (fired in the call "
-              "that advanced from %llu to %llu; deadline %llu, allowed "
-              "lateness %u ticks: it must fire in the first call that "
-              "reaches a tick in [%llu, %llu]).  An approximate "
-              "implementation may be late within its bound, never early, "
-              "never later.",
-              g.real->name, g.job, id, what, (unsigned long long)prev,
-              (unsigned long long)tick, (unsigned long long)s->deadline,
-              s->bound, (unsigned long long)s->deadline,
-              (unsigned long long)(s->deadline + s->bound));
+    crosscheck_die("%s %s: timer %u %s (fired in the call "
+                   "that advanced from %llu to %llu; deadline %llu, allowed "
+                   "lateness %u ticks: it must fire in the first call that "
+                   "reaches a tick in [%llu, %llu]).  An approximate "
+                   "implementation may be late within its bound, never early, "
+                   "never later.",
+                   g.real->name, g.job, id, what, (unsigned long long)prev,
+                   (unsigned long long)tick, (unsigned long long)s->deadline,
+                   s->bound, (unsigned long long)s->deadline,
+                   (unsigned long long)(s->deadline + s->bound));
 }
 
 /* One fire of the checked run, at the call (prev, tick]. */
@@ -177,10 +178,11 @@ static void shadow_sweep(void)
     for (uint32_t id = 0; id < g.shadow_n; id++) {
         const struct shadow *s = &g.shadow[id];
         if ((s->period2 & 1u) && s->deadline + s->bound <= g.now)
-            bench_die("CROSS-CHECK FAILED: %s %s: timer %u (deadline %llu, "
-                      "allowed lateness %u) has not fired by %llu",
-                      g.real->name, g.job, id, (unsigned long long)s->deadline,
-                      s->bound, (unsigned long long)g.now);
+            crosscheck_die("%s %s: timer %u (deadline %llu, "
+                           "allowed lateness %u) has not fired by %llu",
+                           g.real->name, g.job, id,
+                           (unsigned long long)s->deadline, s->bound,
+                           (unsigned long long)g.now);
     }
 }
 
@@ -310,7 +312,8 @@ struct w1_op {
 };
 
 struct wl_data {
-    enum bench_workload wl;
+    const struct config *cfg;
+    const struct workload *w;
     uint32_t n;
     int reps;
     double cap;
@@ -328,58 +331,75 @@ static void *xmalloc(size_t size)
     return p;
 }
 
-struct wl_data *wl_prepare(const struct config *cfg, enum bench_workload wl,
+/* W1: a delay per timer, then (id, delay) per operation. */
+static void prep_w1(struct wl_data *d, uint64_t s)
+{
+    uint64_t total = d->ops_per_rep * (uint64_t)d->reps;
+    d->setup = xmalloc((size_t)d->n * sizeof *d->setup);
+    for (uint32_t i = 0; i < d->n; i++)
+        d->setup[i] = uniform(&s, 1, W1_MAX_DELAY);
+    d->w1 = xmalloc((size_t)total * sizeof *d->w1);
+    for (uint64_t i = 0; i < total; i++) {
+        d->w1[i].id = uniform(&s, 0, d->n - 1);
+        d->w1[i].delay = uniform(&s, 1, W1_MAX_DELAY);
+    }
+}
+
+/* W2: a delay per timer, then an id per operation. */
+static void prep_w2(struct wl_data *d, uint64_t s)
+{
+    uint64_t total = d->ops_per_rep * (uint64_t)d->reps;
+    d->setup = xmalloc((size_t)d->n * sizeof *d->setup);
+    for (uint32_t i = 0; i < d->n; i++)
+        d->setup[i] = uniform(&s, 1, W2_TIMEOUT);
+    d->ids = xmalloc((size_t)total * sizeof *d->ids);
+    for (uint64_t i = 0; i < total; i++)
+        d->ids[i] = uniform(&s, 0, d->n - 1);
+}
+
+/* FLOOR: the same stream of ids as W2 (W2's stream number). */
+static void prep_floor(struct wl_data *d, uint64_t s)
+{
+    (void)s;
+    prep_w2(d, stream_seed(d->cfg, wl_find("W2")->stream, d->n, 0));
+}
+
+/* W8: a delay per timer, then (id, signed move) per operation. */
+static void prep_w8(struct wl_data *d, uint64_t s)
+{
+    uint64_t total = d->ops_per_rep * (uint64_t)d->reps;
+    d->setup = xmalloc((size_t)d->n * sizeof *d->setup);
+    for (uint32_t i = 0; i < d->n; i++)
+        d->setup[i] = uniform(&s, 1, W8_TIMEOUT);
+    d->w1 = xmalloc((size_t)total * sizeof *d->w1);
+    for (uint64_t i = 0; i < total; i++) {
+        d->w1[i].id = uniform(&s, 0, d->n - 1);
+        d->w1[i].delay = uniform(&s, 0, 2 * W8_RTT); /* RTT + move */
+    }
+}
+
+/* MEM: a delay per timer. */
+static void prep_mem(struct wl_data *d, uint64_t s)
+{
+    d->setup = xmalloc((size_t)d->n * sizeof *d->setup);
+    for (uint32_t i = 0; i < d->n; i++)
+        d->setup[i] = uniform(&s, 1, W1_MAX_DELAY);
+}
+
+struct wl_data *wl_prepare(const struct config *cfg, const struct workload *w,
                            uint32_t n)
 {
     struct wl_data *d = calloc(1, sizeof *d);
     if (!d)
         bench_die("out of memory");
-    d->wl = wl;
+    d->cfg = cfg;
+    d->w = w;
     d->n = n;
-    d->reps = reps_for(cfg, wl, n);
+    d->reps = reps_for(cfg, w, n);
     d->cap = n >= 10000000 ? cfg->cap_big : cfg->cap_small;
     d->ops_per_rep = cfg->w12_ops;
-    uint64_t s = stream_seed(cfg, wl == WL_FLOOR ? WL_W2 : wl, n, 0);
-    uint64_t total = d->ops_per_rep * (uint64_t)d->reps;
-
-    switch (wl) {
-    case WL_W1:
-        d->setup = xmalloc((size_t)n * sizeof *d->setup);
-        for (uint32_t i = 0; i < n; i++)
-            d->setup[i] = uniform(&s, 1, W1_MAX_DELAY);
-        d->w1 = xmalloc((size_t)total * sizeof *d->w1);
-        for (uint64_t i = 0; i < total; i++) {
-            d->w1[i].id = uniform(&s, 0, n - 1);
-            d->w1[i].delay = uniform(&s, 1, W1_MAX_DELAY);
-        }
-        break;
-    case WL_W2:
-    case WL_FLOOR: /* the same stream of ids as W2 */
-        d->setup = xmalloc((size_t)n * sizeof *d->setup);
-        for (uint32_t i = 0; i < n; i++)
-            d->setup[i] = uniform(&s, 1, W2_TIMEOUT);
-        d->ids = xmalloc((size_t)total * sizeof *d->ids);
-        for (uint64_t i = 0; i < total; i++)
-            d->ids[i] = uniform(&s, 0, n - 1);
-        break;
-    case WL_W8:
-        d->setup = xmalloc((size_t)n * sizeof *d->setup);
-        for (uint32_t i = 0; i < n; i++)
-            d->setup[i] = uniform(&s, 1, W8_TIMEOUT);
-        d->w1 = xmalloc((size_t)total * sizeof *d->w1);
-        for (uint64_t i = 0; i < total; i++) {
-            d->w1[i].id = uniform(&s, 0, n - 1);
-            d->w1[i].delay = uniform(&s, 0, 2 * W8_RTT); /* RTT + move */
-        }
-        break;
-    case WL_MEM:
-        d->setup = xmalloc((size_t)n * sizeof *d->setup);
-        for (uint32_t i = 0; i < n; i++)
-            d->setup[i] = uniform(&s, 1, W1_MAX_DELAY);
-        break;
-    default: /* W3, W4, W5 draw each repetition's timers in wl_run */
-        break;
-    }
+    if (w->prepare)
+        w->prepare(d, stream_seed(cfg, w->stream, n, 0));
     return d;
 }
 
@@ -401,17 +421,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int count)
-{
-    qsort(v, (size_t)count, sizeof *v, cmp_double);
-    return count % 2 ? v[count / 2] : (v[count / 2 - 1] + v[count / 2]) / 2;
-}
-
 static void set_out(struct wl_out *out, int i, const char *metric,
                     double *samples, int reps)
 {
     out->metric[i] = metric;
-    out->value[i] = median(samples, reps);
+    out->value[i] = bench_median(samples, reps);
     if (out->count < i + 1)
         out->count = i + 1;
 }
@@ -438,18 +452,19 @@ static void expect_fires(const struct bench_impl *impl, const char *wl,
                          uint32_t n, int rep, uint64_t got, uint64_t want)
 {
     if (got != want)
-        bench_die("CROSS-CHECK FAILED: %s %s N=%u repetition %d fired %llu "
-                  "timers, expected %llu",
-                  impl->name, wl, n, rep, (unsigned long long)got,
-                  (unsigned long long)want);
+        crosscheck_die("%s %s N=%u repetition %d fired %llu "
+                       "timers, expected %llu",
+                       impl->name, wl, n, rep, (unsigned long long)got,
+                       (unsigned long long)want);
 }
 
 /* ---------------------------------------------------------- workloads */
 
 /* W1 churn: cancel + arm a random live timer per op; 1 tick per 1000 ops. */
-static void run_w1(const struct bench_impl *impl, struct wl_data *d,
-                   uint64_t seed, struct wl_out *out)
+static void run_w1(const struct config *cfg, const struct bench_impl *impl,
+                   struct wl_data *d, uint64_t seed, struct wl_out *out)
 {
+    (void)cfg;
     uint32_t n = d->n;
     uint64_t now = START_TICK;
     void *h = impl->create(n, now);
@@ -473,14 +488,15 @@ static void run_w1(const struct bench_impl *impl, struct wl_data *d,
         }
         t[r] = (bench_wall() - t0) * 1e9 / (double)m;
     }
-    set_out(out, 0, "ns_per_op", t, out->reps);
+    set_out(out, 0, d->w->metrics[0], t, out->reps);
     impl->destroy(h);
 }
 
 /* W2 refresh: re-arm a random timer to now + 30000; 1 tick per N/1000 ops. */
-static void run_w2(const struct bench_impl *impl, struct wl_data *d,
-                   uint64_t seed, struct wl_out *out)
+static void run_w2(const struct config *cfg, const struct bench_impl *impl,
+                   struct wl_data *d, uint64_t seed, struct wl_out *out)
 {
+    (void)cfg;
     uint32_t n = d->n;
     uint32_t per_tick = n / 1000 ? n / 1000 : 1;
     uint64_t now = START_TICK;
@@ -506,16 +522,17 @@ static void run_w2(const struct bench_impl *impl, struct wl_data *d,
         }
         t[r] = (bench_wall() - t0) * 1e9 / (double)m;
     }
-    set_out(out, 0, "ns_per_op", t, out->reps);
+    set_out(out, 0, d->w->metrics[0], t, out->reps);
     impl->destroy(h);
 }
 
 /* W8 QUIC: move a random pending timer by up to one RTT, earlier or later
  * (clamped to after now), with the implementation's refresh call; 1 tick
  * per N/1000 ops; a timer that fires is armed again 30 s ahead. */
-static void run_w8(const struct bench_impl *impl, struct wl_data *d,
-                   uint64_t seed, struct wl_out *out)
+static void run_w8(const struct config *cfg, const struct bench_impl *impl,
+                   struct wl_data *d, uint64_t seed, struct wl_out *out)
 {
+    (void)cfg;
     uint32_t n = d->n;
     uint32_t per_tick = n / 1000 ? n / 1000 : 1;
     uint64_t now = START_TICK;
@@ -548,7 +565,7 @@ static void run_w8(const struct bench_impl *impl, struct wl_data *d,
         }
         t[r] = (bench_wall() - t0) * 1e9 / (double)m;
     }
-    set_out(out, 0, "ns_per_op", t, out->reps);
+    set_out(out, 0, d->w->metrics[0], t, out->reps);
     impl->destroy(h);
     g.deadline = NULL;
     free(deadline);
@@ -557,8 +574,9 @@ static void run_w8(const struct bench_impl *impl, struct wl_data *d,
 /* W3 storm: arm N timers over [1, 60000], then advance tick by tick to
  * +60000; every timer fires.  Two figures: per arm, per expiry. */
 static void run_w3(const struct config *cfg, const struct bench_impl *impl,
-                   struct wl_data *d, struct wl_out *out)
+                   struct wl_data *d, uint64_t seed, struct wl_out *out)
 {
+    (void)seed;
     uint32_t n = d->n;
     uint64_t now = START_TICK;
     void *h = impl->create(n, now);
@@ -567,7 +585,7 @@ static void run_w3(const struct config *cfg, const struct bench_impl *impl,
 
     hook_begin(impl, h, HOOK_COUNT, 0, now);
     for (int r = 0; more_reps(d, r, out); r++) {
-        uint64_t s = stream_seed(cfg, WL_W3, n, (uint64_t)r + 1);
+        uint64_t s = stream_seed(cfg, d->w->stream, n, (uint64_t)r + 1);
         for (uint32_t i = 0; i < n; i++)
             delay[i] = uniform(&s, 1, W3_SPAN);
         uint64_t before = g.fires, base = now;
@@ -584,23 +602,24 @@ static void run_w3(const struct config *cfg, const struct bench_impl *impl,
         ta[r] = (t1 - t0) * 1e9 / n;
         te[r] = (t2 - t1) * 1e9 / n;
     }
-    set_out(out, 0, "ns_per_arm", ta, out->reps);
-    set_out(out, 1, "ns_per_expiry", te, out->reps);
+    set_out(out, 0, d->w->metrics[0], ta, out->reps);
+    set_out(out, 1, d->w->metrics[1], te, out->reps);
     free(delay);
     impl->destroy(h);
 }
 
 /* W4 sparse: 1000 timers over one simulated hour, advanced tick by tick. */
 static void run_w4(const struct config *cfg, const struct bench_impl *impl,
-                   struct wl_data *d, struct wl_out *out)
+                   struct wl_data *d, uint64_t seed, struct wl_out *out)
 {
+    (void)seed;
     uint64_t now = START_TICK;
     void *h = impl->create(W4_TIMERS, now);
     double t[MAX_REPS];
 
     hook_begin(impl, h, HOOK_COUNT, 0, now);
     for (int r = 0; more_reps(d, r, out); r++) {
-        uint64_t s = stream_seed(cfg, WL_W4, W4_TIMERS, (uint64_t)r + 1);
+        uint64_t s = stream_seed(cfg, d->w->stream, W4_TIMERS, (uint64_t)r + 1);
         /* An approximate implementation fires a timer of delay d in
          * [d, d + slack(d)]: at least those whose whole window fits. */
         uint64_t before = g.fires, expected = 0, at_least = 0;
@@ -624,7 +643,7 @@ static void run_w4(const struct config *cfg, const struct bench_impl *impl,
                 advance_to(++now);
         }
     }
-    set_out(out, 0, "ns_per_advance", t, out->reps);
+    set_out(out, 0, d->w->metrics[0], t, out->reps);
     impl->destroy(h);
 }
 
@@ -633,8 +652,9 @@ static void run_w4(const struct config *cfg, const struct bench_impl *impl,
  * T + k*p for k = 1 .. floor(10000/p): exactly floor(10000/p) times, which
  * is checked per timer (a drifting or late implementation fails). */
 static void run_w5(const struct config *cfg, const struct bench_impl *impl,
-                   struct wl_data *d, struct wl_out *out)
+                   struct wl_data *d, uint64_t seed, struct wl_out *out)
 {
+    (void)seed;
     uint32_t n = d->n;
     uint64_t now = START_TICK;
     void *h = impl->create(n, now);
@@ -645,7 +665,7 @@ static void run_w5(const struct config *cfg, const struct bench_impl *impl,
     hook_begin(impl, h, HOOK_W5, 0, now);
     g.counts = counts;
     for (int r = 0; more_reps(d, r, out); r++) {
-        uint64_t s = stream_seed(cfg, WL_W5, n, (uint64_t)r + 1);
+        uint64_t s = stream_seed(cfg, d->w->stream, n, (uint64_t)r + 1);
         for (uint32_t i = 0; i < n; i++) {
             period[i] = uniform(&s, W5_MIN_PERIOD, W5_MAX_PERIOD);
             counts[i] = 0;
@@ -669,12 +689,13 @@ static void run_w5(const struct config *cfg, const struct bench_impl *impl,
             if (!impl->max_late)
                 least = most;
             if (counts[i] < least || counts[i] > most)
-                bench_die("CROSS-CHECK FAILED: %s W5 N=%u repetition %d: "
-                          "timer %u (period %u) fired %u times in %u ticks, "
-                          "expected floor(%u/%u) = %u%s",
-                          impl->name, n, r, i, period[i], counts[i],
-                          cfg->w5_ticks, cfg->w5_ticks, period[i], most,
-                          least < most ? " or one less (late)" : "");
+                crosscheck_die(
+                    "%s W5 N=%u repetition %d: "
+                    "timer %u (period %u) fired %u times in %u ticks, "
+                    "expected floor(%u/%u) = %u%s",
+                    impl->name, n, r, i, period[i], counts[i], cfg->w5_ticks,
+                    cfg->w5_ticks, period[i], most,
+                    least < most ? " or one less (late)" : "");
             if (impl->cancel_periodic)
                 impl->cancel_periodic(h, i);
             else
@@ -682,7 +703,7 @@ static void run_w5(const struct config *cfg, const struct bench_impl *impl,
         }
         t[r] = fires ? dt * 1e9 / (double)fires : 0;
     }
-    set_out(out, 0, "ns_per_fire", t, out->reps);
+    set_out(out, 0, d->w->metrics[0], t, out->reps);
     g.counts = NULL;
     free(period);
     free(counts);
@@ -701,9 +722,11 @@ static long rss_bytes(void)
 
 /* MEM: RSS growth for creating the structure (every user allocation for N
  * timers included) and arming N timers, per timer; and the node's size. */
-static void run_mem(const struct bench_impl *impl, struct wl_data *d,
-                    struct wl_out *out)
+static void run_mem(const struct config *cfg, const struct bench_impl *impl,
+                    struct wl_data *d, uint64_t seed, struct wl_out *out)
 {
+    (void)cfg;
+    (void)seed;
     uint32_t n = d->n;
     uint64_t now = START_TICK;
 
@@ -717,9 +740,9 @@ static void run_mem(const struct bench_impl *impl, struct wl_data *d,
     impl->destroy(h);
     malloc_trim(0);
     out->count = 2;
-    out->metric[0] = "bytes_per_timer_rss";
+    out->metric[0] = d->w->metrics[0];
     out->value[0] = (double)(after - before) / n;
-    out->metric[1] = "bytes_per_timer_node";
+    out->metric[1] = d->w->metrics[1];
     out->value[1] = (double)impl->node_size;
     out->reps = 1;
     out->fires[0] = g.fires;
@@ -751,7 +774,7 @@ static void run_w7(const struct config *cfg, const struct bench_impl *impl,
     void *h = impl->create(n, now);
     size_t ncalls = 0, cap = 1024;
     double *call_us = xmalloc(cap * sizeof *call_us), busy = 0;
-    uint64_t s = stream_seed(cfg, WL_W7, n, 1);
+    uint64_t s = stream_seed(cfg, d->w->stream, n, 1);
 
     hook_begin(impl, h, HOOK_W2, seed, now);
     for (uint32_t i = 0; i < n; i++)
@@ -798,31 +821,31 @@ static void run_w7(const struct config *cfg, const struct bench_impl *impl,
         shadow_sweep();
     qsort(call_us, ncalls, sizeof *call_us, cmp_double);
     out->count = 4;
-    out->metric[0] = "advance_p50_us";
+    out->metric[0] = d->w->metrics[0];
     out->value[0] = call_us[(ncalls - 1) / 2];
-    out->metric[1] = "advance_p999_us";
+    out->metric[1] = d->w->metrics[1];
     out->value[1] = call_us[(size_t)((double)(ncalls - 1) * 0.999)];
-    out->metric[2] = "advance_max_us";
+    out->metric[2] = d->w->metrics[2];
     out->value[2] = call_us[ncalls - 1];
-    out->metric[3] = "cpu_ms_per_sim_s";
+    out->metric[3] = d->w->metrics[3];
     out->value[3] = busy * 1e3 / cfg->w7_seconds;
     free(call_us);
     impl->destroy(h);
 }
 
 void wl_run(const struct config *cfg, const struct bench_impl *impl,
-            enum bench_workload wl, uint32_t n, struct wl_data *d,
+            const struct workload *w, uint32_t n, struct wl_data *d,
             struct wl_out *out, bool checked)
 {
-    uint64_t seed = stream_seed(cfg, wl, n, 0xf1);
+    uint64_t seed = stream_seed(cfg, w->stream, n, 0xf1);
     static char job[64];
     /* The checked run of an approximate implementation: the same impl,
      * every call through the shadow (see the top of the file). */
     struct bench_impl shadowed;
     memset(out, 0, sizeof *out);
-    snprintf(job, sizeof job, "%s N=%u", wl_name(wl), n);
+    snprintf(job, sizeof job, "%s N=%u", w->name, n);
     g.job = job;
-    if (checked && impl->max_late) {
+    if (checked && impl && impl->max_late) {
         shadowed = *impl;
         shadowed.create = sh_create;
         shadowed.destroy = sh_destroy;
@@ -835,34 +858,7 @@ void wl_run(const struct config *cfg, const struct bench_impl *impl,
         g.real = impl;
         impl = &shadowed;
     }
-    switch (wl) {
-    case WL_W1:
-        run_w1(impl, d, seed, out);
-        break;
-    case WL_W2:
-        run_w2(impl, d, seed, out);
-        break;
-    case WL_W3:
-        run_w3(cfg, impl, d, out);
-        break;
-    case WL_W4:
-        run_w4(cfg, impl, d, out);
-        break;
-    case WL_W5:
-        run_w5(cfg, impl, d, out);
-        break;
-    case WL_W7:
-        run_w7(cfg, impl, d, seed, out);
-        break;
-    case WL_W8:
-        run_w8(impl, d, seed, out);
-        break;
-    case WL_MEM:
-        run_mem(impl, d, out);
-        break;
-    default:
-        bench_die("workload %s has no runner", wl_name(wl));
-    }
+    w->run(cfg, impl, d, seed, out);
 }
 
 /* ---------------------------------------------------------------- FLOOR */
@@ -876,13 +872,16 @@ struct floor_node {
 /* The W2 loop with the timer op replaced by one increment of an 8-byte
  * field of a random 64-byte node (independent accesses), then a dependent
  * chase through the same nodes in one random cycle (Sattolo). */
-void wl_floor(const struct config *cfg, uint32_t n, struct wl_data *d,
-              struct wl_out *out)
+static void run_floor(const struct config *cfg, const struct bench_impl *impl,
+                      struct wl_data *d, uint64_t seed, struct wl_out *out)
 {
+    (void)impl;
+    (void)seed;
+    uint32_t n = d->n;
     struct floor_node *node = aligned_alloc(64, (size_t)n * sizeof *node);
     uint32_t per_tick = n / 1000 ? n / 1000 : 1;
     double ti[MAX_REPS], tc[MAX_REPS];
-    uint64_t s = stream_seed(cfg, WL_FLOOR, n, 7);
+    uint64_t s = stream_seed(cfg, d->w->stream, n, 7);
     volatile uint64_t sink;
 
     if (!node)
@@ -925,7 +924,224 @@ void wl_floor(const struct config *cfg, uint32_t n, struct wl_data *d,
     (void)sink;
     if (total != d->ops_per_rep * (uint64_t)out->reps)
         bench_die("FLOOR: lost increments");
-    set_out(out, 0, "ns_per_access", ti, out->reps);
-    set_out(out, 1, "ns_per_dependent_access", tc, out->reps);
+    set_out(out, 0, d->w->metrics[0], ti, out->reps);
+    set_out(out, 1, d->w->metrics[1], tc, out->reps);
     free(node);
+}
+
+/* ----------------------------------------------------- what a run costs */
+
+/* One repetition's seconds, roughly, for the time guess (struct cost). */
+static double cost_w1(const struct config *cfg, const struct cost *c)
+{
+    double rep = cfg->w12_ops * c->op_s * c->slow;
+    if (c->rounds) /* a tick per 1,000 ops walks a slot of N/512 timers */
+        rep += cfg->w12_ops / 1000.0 * c->n / 512 * c->chase_s;
+    return rep;
+}
+
+static double cost_w2(const struct config *cfg, const struct cost *c)
+{
+    double rep = cfg->w12_ops * c->op_s * c->slow;
+    if (c->rounds) /* a tick per N/1000 ops */
+        rep += cfg->w12_ops / (c->n / 1000 + 1) * c->n / 512 * c->chase_s;
+    return rep;
+}
+
+static double cost_w3(const struct config *cfg, const struct cost *c)
+{
+    (void)cfg;
+    double rep = c->n * (c->setup_s + c->op_s * 1.5) * c->slow +
+                 W3_SPAN * (c->slow > 1 ? 80e-9 : 20e-9);
+    if (c->rounds)
+        rep += (double)W3_SPAN * c->n / 512 * c->chase_s;
+    return rep;
+}
+
+static double cost_w4(const struct config *cfg, const struct cost *c)
+{
+    return cfg->w4_ticks * (c->slow > 2 ? 80e-9 : 15e-9);
+}
+
+static double cost_w5(const struct config *cfg, const struct cost *c)
+{
+    return 46.5 * c->n * c->op_s * 1.5 * c->slow + 80e-9 * cfg->w5_ticks;
+}
+
+static double cost_w7(const struct config *cfg, const struct cost *c)
+{
+    /* a refresh per connection per simulated second */
+    return cfg->w7_seconds * c->n * c->op_s * c->slow +
+           (c->rounds ? cfg->w7_seconds * 1000.0 * c->n / 512 * 20e-9 : 0);
+}
+
+static double cost_mem(const struct config *cfg, const struct cost *c)
+{
+    (void)cfg;
+    (void)c;
+    return 0; /* the set-up is the measurement */
+}
+
+static double cost_floor(const struct config *cfg, const struct cost *c)
+{
+    return cfg->w12_ops * (c->op_s + c->chase_s);
+}
+
+/* ---------------------------------------------------------- the budget */
+
+static uint32_t n_w4(const struct config *cfg)
+{
+    (void)cfg;
+    return W4_TIMERS; /* 1,000 timers whatever N */
+}
+
+static uint32_t n_mem(const struct config *cfg)
+{
+    return cfg->mem_n; /* 1e6 (1e4 when quick) */
+}
+
+static const char *budget_w3(const struct config *cfg,
+                             const struct bench_impl *impl, uint32_t n)
+{
+    if (impl && n >= 10000000 && !cfg->n_given &&
+        !strcmp(impl->name, "hashed-rounds"))
+        return "budget: every tick walks all N/512 timers of one slot "
+               "(1.2e9 node visits per repetition at 1e7, minutes); run "
+               "with --only hashed-rounds --workloads W3 --n 10000000";
+    return NULL;
+}
+
+static const char *budget_w5(const struct config *cfg,
+                             const struct bench_impl *impl, uint32_t n)
+{
+    if (!impl && n >= 1000000 && !cfg->n_given)
+        return "budget: about 46.5 fires per timer, 4.7e7 per repetition at "
+               "N = 1e6 (minutes for the heaps and peers); run with "
+               "--workloads W5 --n N";
+    return NULL;
+}
+
+static const char *budget_w7(const struct config *cfg,
+                             const struct bench_impl *impl, uint32_t n)
+{
+    if (cfg->n_given)
+        return NULL;
+    if (!impl) /* one loop thread's connections: 1e5 and 1e6 (1e4 quick) */
+        return (cfg->quick ? n != 10000 : n != 100000 && n != 1000000)
+                   ? WL_QUIET
+                   : NULL;
+    if (!cfg->only_given &&
+        (!strcmp(impl->name, "libuv") || !strncmp(impl->name, "libevent", 8)))
+        return "budget: W7 compares rota with the heaps, the bare wheel, "
+               "hashed-rounds, libev and (at 1e5) sd-event; name it with "
+               "--only to run it";
+    if (!strcmp(impl->name, "sd-event") && n >= 1000000)
+        return "budget: W7 at 1e6 is 1.4 s of loop work per simulated "
+               "second (one loop iteration per fire), a minute and a half; "
+               "run with --only sd-event --workloads W7 --n 1000000";
+    return NULL;
+}
+
+/* ----------------------------------------------------------- the table */
+
+/* One row per workload, in the order of the run and of the report (docs/
+ * BENCH.md defines each).  `stream` numbers are never reused: 5 was W6,
+ * which bench_keyed measures. */
+const struct workload bench_workloads[] = {
+    {.name = "W1",
+     .title = "W1 churn: cancel + arm",
+     .stream = 0,
+     .prepare = prep_w1,
+     .run = run_w1,
+     .rep_cost = cost_w1,
+     .metrics = {"ns_per_op"},
+     .smoke_n = 2000},
+    {.name = "W2",
+     .title = "W2 refresh: push a pending deadline later",
+     .stream = 1,
+     .prepare = prep_w2,
+     .run = run_w2,
+     .rep_cost = cost_w2,
+     .metrics = {"ns_per_op"},
+     .smoke_n = 2000},
+    {.name = "W3",
+     .title = "W3 storm: arm a burst, then expire it",
+     .stream = 2,
+     .run = run_w3,
+     .rep_cost = cost_w3,
+     .budget = budget_w3,
+     .metrics = {"ns_per_arm", "ns_per_expiry"},
+     .smoke_n = 2000},
+    {.name = "W4",
+     .title = "W4 sparse: advance with 1,000 timers far apart",
+     .stream = 3,
+     .run = run_w4,
+     .rep_cost = cost_w4,
+     .only_n = n_w4,
+     .metrics = {"ns_per_advance"},
+     .smoke_n = W4_TIMERS},
+    {.name = "W5",
+     .title = "W5 periodic timers",
+     .stream = 4,
+     .run = run_w5,
+     .rep_cost = cost_w5,
+     .budget = budget_w5,
+     .metrics = {"ns_per_fire"},
+     .big_reps_n = 1000000,
+     .smoke_n = 2000},
+    {.name = "W7",
+     .title = "W7 event-loop tick, 100 ms, 30 s idle timeout",
+     .stream = 6,
+     .run = run_w7,
+     .rep_cost = cost_w7,
+     .budget = budget_w7,
+     .metrics = {"advance_p50_us", "advance_p999_us", "advance_max_us",
+                 "cpu_ms_per_sim_s"},
+     .smoke_n = 2000},
+    {.name = "W8",
+     .title = "W8 QUIC: move a pending deadline by up to one RTT, earlier "
+              "or later",
+     .stream = 7,
+     .prepare = prep_w8,
+     .run = run_w8,
+     .rep_cost = cost_w1,
+     .metrics = {"ns_per_op"},
+     .smoke_n = 2000},
+    {.name = "MEM",
+     .title = "MEM: bytes per timer",
+     .stream = 8,
+     .prepare = prep_mem,
+     .run = run_mem,
+     .rep_cost = cost_mem,
+     .only_n = n_mem,
+     .metrics = {"bytes_per_timer_rss", "bytes_per_timer_node"},
+     .one_rep = true,
+     .unchecked = true},
+    {.name = "FLOOR",
+     .title = "FLOOR: one random memory access among N nodes",
+     .stream = 9,
+     .prepare = prep_floor,
+     .run = run_floor,
+     .rep_cost = cost_floor,
+     .metrics = {"ns_per_access", "ns_per_dependent_access"},
+     .alone = true},
+};
+const int bench_nworkloads =
+    (int)(sizeof bench_workloads / sizeof bench_workloads[0]);
+
+const struct workload *wl_find(const char *name)
+{
+    for (int i = 0; i < bench_nworkloads; i++)
+        if (!strcasecmp(bench_workloads[i].name, name))
+            return &bench_workloads[i];
+    return NULL;
+}
+
+int reps_for(const struct config *cfg, const struct workload *w, uint32_t n)
+{
+    if (w->one_rep)
+        return 1;
+    if (n >= 10000000 || (w->big_reps_n && n >= w->big_reps_n))
+        return cfg->reps_big;
+    return cfg->reps_small;
 }

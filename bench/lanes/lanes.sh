@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # lanes.sh - timeout lanes against the wheel and hashed-rounds
-# (bench/bench_lanes.c): nanoseconds per operation, then instructions and
+# (bench/lanes/bench_lanes.c): nanoseconds per operation, then instructions and
 # data references per operation counted under callgrind.
 #
-#   bash bench/lanes.sh PATH/TO/rota_bench_lanes [N ...]   (default 10000 1000000)
+#   bash bench/lanes/lanes.sh PATH/TO/rota_bench_lanes [N ...]   (default 10000 1000000)
 set -euo pipefail
 prog=$1
 shift

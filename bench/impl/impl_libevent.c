@@ -218,23 +218,15 @@ static void advance(void *impl, uint64_t now)
         bench_die("libevent: event_base_loop failed");
 }
 
-static const char *skip(enum bench_workload wl)
+static const char *skip_common(const char *wl)
 {
-    if (wl == WL_W6)
-        return "no keyed API";
-    return NULL;
-}
-
-static const char *skip_common(enum bench_workload wl)
-{
-    if (wl == WL_W2)
+    if (!strcmp(wl, "W2"))
         return NULL;
     return "common timeouts serve one duration: W2 only";
 }
 
 const struct bench_impl impl_libevent = {
     .name = "libevent",
-    .skip = skip,
     .node_size = sizeof(struct event),
     .create = create,
     .destroy = destroy,

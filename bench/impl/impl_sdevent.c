@@ -192,16 +192,8 @@ static const char *version(void)
 #endif
 }
 
-static const char *skip(enum bench_workload wl)
-{
-    if (wl == WL_W6)
-        return "no keyed API";
-    return NULL;
-}
-
 const struct bench_impl impl_sdevent = {
     .name = "sd-event",
-    .skip = skip,
     .node_size = sizeof(struct sd_node),
     .create = create,
     .destroy = destroy,

@@ -176,16 +176,8 @@ static const char *version(void)
     return buf;
 }
 
-static const char *skip(enum bench_workload wl)
-{
-    if (wl == WL_W6)
-        return "no keyed API";
-    return NULL;
-}
-
 const struct bench_impl impl_libev = {
     .name = "libev",
-    .skip = skip,
     .node_size = sizeof(ev_timer),
     .create = create,
     .destroy = destroy,

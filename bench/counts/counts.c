@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * counts.c - rota_counts: what each timer operation executes, counted
- * instead of timed, for bench/counts.sh (`make bench-counts`).
+ * instead of timed, for bench/counts/counts.sh (`make bench-counts`).
  *
  * Nanoseconds depend on the machine: its caches, its prefetchers, how many
  * misses it overlaps, who else runs on it.  Instructions executed and data
@@ -80,17 +80,6 @@ __attribute__((noinline)) void bench_fired(uint32_t id)
 {
     (void)id;
     fired++;
-}
-
-_Noreturn void bench_die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("rota_counts: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
 }
 
 /* -------------------------------------------- "none": the harness alone */
@@ -284,6 +273,7 @@ static void measure(const struct bench_impl *im, uint32_t n)
 
 int main(int argc, char **argv)
 {
+    bench_program = "rota_counts";
     static const struct bench_impl *const impls[] = {
         &impl_none, &impl_rota, &impl_rota_arm, &impl_wheel_bare,
         &impl_hashed_rounds};
@@ -300,7 +290,7 @@ int main(int argc, char **argv)
     if (im == NULL || n < 1 || n > 100000000) {
         fprintf(stderr,
                 "usage: rota_counts none|rota|rota-arm|wheel-bare|hashed-rounds"
-                " N [cancel+arm]\n(run by bench/counts.sh under "
+                " N [cancel+arm]\n(run by bench/counts/counts.sh under "
                 "valgrind)\n");
         return 2;
     }

@@ -148,16 +148,8 @@ static void advance(void *impl, uint64_t now)
     uv_run(&u->loop, UV_RUN_NOWAIT);
 }
 
-static const char *skip(enum bench_workload wl)
-{
-    if (wl == WL_W6)
-        return "no keyed API";
-    return NULL;
-}
-
 const struct bench_impl impl_libuv = {
     .name = "libuv",
-    .skip = skip,
     .node_size = sizeof(uv_timer_t),
     .create = create,
     .destroy = destroy,

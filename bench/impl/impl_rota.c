@@ -45,6 +45,7 @@
 
 #include <rota.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct rota_impl {
     struct rota_wheel wheel;
@@ -193,25 +194,18 @@ static bool advance_max(void *impl, uint64_t now, size_t limit)
     return rc == 1;
 }
 
-static const char *arm_skip(enum bench_workload wl)
+static const char *arm_skip(const char *wl)
 {
-    if (wl == WL_W2 || wl == WL_W8)
+    if (!strcmp(wl, "W2") || !strcmp(wl, "W8"))
         return NULL;
     return "rota-arm differs from rota only in W2's and W8's re-arm";
 }
 
-static const char *store_skip(enum bench_workload wl)
+static const char *store_skip(const char *wl)
 {
-    if (wl == WL_W2)
+    if (!strcmp(wl, "W2"))
         return NULL;
     return "rota-store differs from rota only in W2's re-arm";
-}
-
-static const char *rota_skip(enum bench_workload wl)
-{
-    if (wl == WL_W6)
-        return "W6 runs in bench_keyed (rota/keyed.h), not in rota_bench";
-    return NULL;
 }
 
 static void *store_create(uint32_t n, uint64_t now)
@@ -280,9 +274,9 @@ static void slack_touch(void *impl, uint32_t id, uint64_t deadline)
     check_pick(&r->nodes[id], lo, hi);
 }
 
-static const char *slack_skip(enum bench_workload wl)
+static const char *slack_skip(const char *wl)
 {
-    if (wl == WL_W7)
+    if (!strcmp(wl, "W7"))
         return NULL;
     return "rota-slack differs from rota only in W7's timeouts (with slack)";
 }
@@ -307,7 +301,6 @@ const struct bench_impl impl_rota_slack = {
 
 const struct bench_impl impl_rota = {
     .name = "rota",
-    .skip = rota_skip,
     .node_size = sizeof(struct rota_timer),
     .create = create,
     .destroy = destroy,

@@ -16,7 +16,7 @@
  *   expiry  advance a tick at a time until every timer has fired; per fire.
  * Under valgrind's callgrind each phase is dumped under its name
  * (CALLGRIND_DUMP_STATS_AT), so instructions and data references per
- * operation come from the same run (bench/lanes.sh does both).
+ * operation come from the same run (bench/lanes/lanes.sh does both).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
@@ -51,16 +51,6 @@ __attribute__((noinline)) void bench_fired(uint32_t id)
 {
     (void)id;
     fires++;
-}
-
-_Noreturn void bench_die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
 }
 
 static uint64_t mono_ns(void)
@@ -155,6 +145,7 @@ static void report(const char *impl, uint32_t n, const char *phase,
 
 int main(int argc, char **argv)
 {
+    bench_program = "rota_bench_lanes";
     if (argc != 3) {
         fprintf(stderr, "usage: rota_bench_lanes lane|wheel|hashed-rounds N\n");
         return 2;

@@ -23,6 +23,7 @@
  * rota's real 104 at N = 1e6 when run after 1e3 and 1e5).
  */
 #define _GNU_SOURCE
+#include "benchutil.h"
 #include "keyed_bench.h"
 #include "splitmix.h"
 
@@ -128,24 +129,6 @@ static double median3(const double *v)
     return c;
 }
 
-static void cpu_model(char *out, size_t cap)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    snprintf(out, cap, "unknown");
-    if (f == NULL)
-        return;
-    while (fgets(line, sizeof line, f) != NULL) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
-            snprintf(out, cap, "%s", colon + 2);
-            out[strcspn(out, "\n")] = '\0';
-            break;
-        }
-    }
-    fclose(f);
-}
-
 int main(int argc, char **argv)
 {
     uint64_t seed = 42, ops = 2000000;
@@ -183,7 +166,7 @@ int main(int argc, char **argv)
 
     char cpu[256], date[64];
     time_t t = time(NULL);
-    cpu_model(cpu, sizeof cpu);
+    bench_cpu_model(cpu, sizeof cpu);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
     printf("W6 keyed: %s, compiler %s, flags %s\n", cpu, __VERSION__,
            BENCH_CFLAGS);
@@ -197,7 +180,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "cannot write %s (no JSON written)\n", json_path);
     else
         fprintf(json,
-                "{\"meta\": {\"workload\": \"W6\", \"compiler\": \"%s\", "
+                "{\"meta\": {\"workload\": \"W6\", \"workloads\": [{\"name\": "
+                "\"W6\", \"title\": \"W6 keyed TTL timers (bench_keyed)\"}], "
+                "\"compiler\": \"%s\", "
                 "\"flags\": \"%s\", \"cpu\": \"%s\", \"seed\": %" PRIu64
                 ", \"date\": \"%s\", \"ops\": %" PRIu64 ", \"skipped\": []},"
                 "\n \"results\": [",

@@ -56,6 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchutil.h"
 #include "service_heap.h"
 #include "splitmix.h"
 
@@ -69,24 +70,6 @@
 #define MS UINT64_C(1000000)
 #define MAX_ROWS 64
 #define MAX_REPS 15
-
-static void die(const char *what)
-{
-    fprintf(stderr, "rota_bench_service: %s\n", what);
-    exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* ------------------------------------------------------------ results */
 
@@ -103,7 +86,7 @@ static void add_row(const char *impl, const char *wl, uint32_t n,
                     const char *metric, double value)
 {
     if (nrows == MAX_ROWS)
-        die("too many result rows");
+        bench_die("too many result rows");
     rows[nrows++] = (struct row){impl, wl, metric, n, value};
 }
 
@@ -139,33 +122,6 @@ static void read_line(const char *path, const char *prefix, char *out,
         }
     }
     fclose(f);
-}
-
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void mkdirs(const char *path)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(buf, 0777);
-            *p = '/';
-        }
-    }
 }
 
 /* ------------------------------------------------------------- shared */
@@ -263,7 +219,7 @@ static void *s1_producer_main(void *arg)
             rota_service_try_cancel(r->svc, r->handles[i]);
             if (rota_service_arm_in(r->svc, s1_delay(&rng), s1_rota_fn, NULL,
                                     &r->handles[i]) != 0)
-                die("S1: rota_service_arm_in failed");
+                bench_die("S1: rota_service_arm_in failed");
         }
     } else {
         for (uint32_t k = 0; k < r->ops; k++) {
@@ -302,26 +258,26 @@ static double s1_once(const struct config *cfg, bool rota, unsigned producers,
     if (rota) {
         struct rota_service_config sc = {.initial_capacity = 2 * cfg->s1_n};
         if (rota_service_create(&r.svc, &sc) != 0)
-            die("S1: rota_service_create failed");
+            bench_die("S1: rota_service_create failed");
         r.handles = calloc(r.n, sizeof *r.handles);
         if (r.handles == NULL)
-            die("out of memory");
+            bench_die("out of memory");
         for (uint32_t i = 0; i < r.n; i++)
             if (rota_service_arm_in(r.svc, s1_delay(&rng), s1_rota_fn, NULL,
                                     &r.handles[i]) != 0)
-                die("S1: rota_service_arm_in failed");
+                bench_die("S1: rota_service_arm_in failed");
         rota_service_sync(r.svc);
     } else {
         r.nodes = calloc(r.n, sizeof *r.nodes);
         if (r.nodes == NULL)
-            die("out of memory");
+            bench_die("out of memory");
         for (uint32_t i = 0; i < r.n; i++) {
             r.nodes[i].slot = HS_IDLE;
             r.nodes[i].fn = s1_heap_fn;
         }
         r.hs = hs_create(r.n, 0, r.nodes);
         if (r.hs == NULL)
-            die("S1: hs_create failed");
+            bench_die("S1: hs_create failed");
         for (uint32_t i = 0; i < r.n; i++)
             hs_arm(r.hs, &r.nodes[i], hs_now_ns() + s1_delay(&rng));
     }
@@ -345,7 +301,7 @@ static double s1_once(const struct config *cfg, bool rota, unsigned producers,
         if (st.armed != r.n + (uint64_t)producers * r.ops ||
             st.expired != atomic_load(&fires) - fires0 ||
             st.pending + st.expired + st.cancelled != st.armed)
-            die("S1: rota's counts do not add up");
+            bench_die("S1: rota's counts do not add up");
         rota_service_destroy(r.svc);
         free(r.handles);
     } else {
@@ -375,12 +331,12 @@ static void run_s1(const struct config *cfg)
         for (int impl = 0; impl < 2; impl++) {
             if (!(impl == 0 ? cfg->run_rota : cfg->run_heap))
                 continue;
-            double m = median(v[impl], cfg->reps_s1);
+            double m = bench_median(v[impl], cfg->reps_s1);
             const char *name = impl == 0 ? "rota-service" : "mutex-heap2";
             add_row(name, wl, cfg->s1_n, "pairs_per_sec", m);
             add_row(name, wl, cfg->s1_n, "ns_per_pair", 1e9 / m);
             add_row(name, wl, cfg->s1_n, "cpu_ns_per_pair",
-                    median(c[impl], cfg->reps_s1));
+                    bench_median(c[impl], cfg->reps_s1));
         }
     }
 }
@@ -395,7 +351,7 @@ static void s2_record(uint32_t id)
 {
     uint64_t now = hs_now_ns();
     if (s2_late[id] != UINT64_MAX)
-        die("S2: a timer fired twice");
+        bench_die("S2: a timer fired twice");
     s2_late[id] = now > s2_deadline[id] ? now - s2_deadline[id] : 0;
     atomic_fetch_add_explicit(&s2_count, 1, memory_order_release);
     atomic_fetch_add_explicit(&fires, 1, memory_order_relaxed);
@@ -437,13 +393,13 @@ static void s2_once(const struct config *cfg, bool rota, unsigned workers,
         struct rota_service_config sc = {.workers = workers,
                                          .initial_capacity = n};
         if (rota_service_create(&svc, &sc) != 0)
-            die("S2: rota_service_create failed");
+            bench_die("S2: rota_service_create failed");
     } else {
         for (uint32_t i = 0; i < n; i++)
             s2_nodes[i] = (struct hs_node){.slot = HS_IDLE, .fn = s2_heap_fn};
         hs = hs_create(n, workers, s2_nodes);
         if (hs == NULL)
-            die("S2: hs_create failed");
+            bench_die("S2: hs_create failed");
     }
     for (uint32_t i = 0; i < n; i++) {
         uint64_t delay = (1 + splitmix(&rng) % cfg->s2_max_delay) * MS;
@@ -451,7 +407,7 @@ static void s2_once(const struct config *cfg, bool rota, unsigned workers,
         if (rota) {
             if (rota_service_arm_at(svc, s2_deadline[i], s2_rota_fn,
                                     (void *)(uintptr_t)i, NULL) != 0)
-                die("S2: rota_service_arm_at failed");
+                bench_die("S2: rota_service_arm_at failed");
         } else {
             hs_arm(hs, &s2_nodes[i], s2_deadline[i]);
         }
@@ -459,7 +415,8 @@ static void s2_once(const struct config *cfg, bool rota, unsigned workers,
     uint64_t give_up = hs_now_ns() + (cfg->s2_max_delay + 10000) * MS;
     while (atomic_load_explicit(&s2_count, memory_order_acquire) < n) {
         if (hs_now_ns() > give_up)
-            die("S2: timers did not all fire within 10 s of their deadline");
+            bench_die(
+                "S2: timers did not all fire within 10 s of their deadline");
         struct timespec ts = {0, 2 * 1000000};
         nanosleep(&ts, NULL);
     }
@@ -479,7 +436,7 @@ static void run_s2(const struct config *cfg)
     s2_late = calloc(cfg->s2_n, sizeof *s2_late);
     s2_nodes = calloc(cfg->s2_n, sizeof *s2_nodes);
     if (s2_deadline == NULL || s2_late == NULL || s2_nodes == NULL)
-        die("out of memory");
+        bench_die("out of memory");
     static const char *metric[3] = {"late_p50_us", "late_p99_us",
                                     "late_max_us"};
     for (unsigned workers = 0; workers <= 2; workers += 2) {
@@ -499,7 +456,8 @@ static void run_s2(const struct config *cfg)
             for (int m = 0;
                  m < 3 && (impl == 0 ? cfg->run_rota : cfg->run_heap); m++)
                 add_row(impl == 0 ? "rota-service" : "mutex-heap2", wl,
-                        cfg->s2_n, metric[m], median(v[impl][m], cfg->reps_s2));
+                        cfg->s2_n, metric[m],
+                        bench_median(v[impl][m], cfg->reps_s2));
     }
     free(s2_deadline);
     free(s2_late);
@@ -608,7 +566,7 @@ static void *s3_thread_main(void *arg)
     }
     if ((r->impl == S3_ROTA && handles == NULL) ||
         (r->impl == S3_FLOOR && timers == NULL))
-        die("out of memory");
+        bench_die("out of memory");
     barrier_wait(&r->start);
     for (uint32_t k = 0; k < r->reqs; k++) {
         uint64_t delay = (50 + splitmix(&rng) % 451) * MS;
@@ -618,7 +576,7 @@ static void *s3_thread_main(void *arg)
         case S3_ROTA:
             if (rota_service_arm_in(r->svc, delay, s1_rota_fn, NULL,
                                     &handles[cur]) != 0)
-                die("S3: rota_service_arm_in failed");
+                bench_die("S3: rota_service_arm_in failed");
             break;
         case S3_HEAP:
             hs_arm(r->hs, &nodes[cur], hs_now_ns() + delay);
@@ -662,14 +620,14 @@ static void *s3_thread_main(void *arg)
         if (leave) {
             th->left++;
             if (++cur == r->ctx_per)
-                die("S3: out of request contexts");
+                bench_die("S3: out of request contexts");
         }
     }
     barrier_wait(&r->start);
     if (r->impl == S3_FLOOR) { /* fire what was left, for the count */
         rota_wheel_advance(&wheel, UINT64_MAX / 2);
         if (rota_wheel_count(&wheel) != 0)
-            die("S3: the floor's wheel kept timers");
+            bench_die("S3: the floor's wheel kept timers");
     }
     atomic_fetch_add(&s3_sink, x);
     free(handles);
@@ -697,21 +655,21 @@ static void s3_once(const struct config *cfg, enum s3_impl impl,
     r.start.needed = (int)threads + 1;
     r.nodes = calloc((size_t)threads * r.ctx_per, sizeof *r.nodes);
     if (r.nodes == NULL)
-        die("out of memory");
+        bench_die("out of memory");
     for (size_t i = 0; i < (size_t)threads * r.ctx_per; i++)
         r.nodes[i] = (struct hs_node){.slot = HS_IDLE, .fn = s1_heap_fn};
     if (impl == S3_ROTA && rota_service_create(&r.svc, NULL) != 0)
-        die("S3: rota_service_create failed");
+        bench_die("S3: rota_service_create failed");
     if (impl == S3_HEAP) {
         r.hs = hs_create(threads * r.ctx_per, 0, r.nodes);
         if (r.hs == NULL)
-            die("S3: hs_create failed");
+            bench_die("S3: hs_create failed");
     }
     for (unsigned i = 0; i < threads; i++) {
         th[i] =
             (struct s3_thread){&r, i, 0, calloc(r.reqs, sizeof(uint64_t)), 0};
         if (th[i].lat == NULL)
-            die("out of memory");
+            bench_die("out of memory");
         pthread_create(&th[i].thread, NULL, s3_thread_main, &th[i]);
     }
     barrier_wait(&r.start);
@@ -729,7 +687,7 @@ static void s3_once(const struct config *cfg, enum s3_impl impl,
         uint64_t give_up = hs_now_ns() + 5000 * MS;
         while (atomic_load(&fires) - fires0 < left) {
             if (hs_now_ns() > give_up)
-                die("S3: timers left to fire did not fire");
+                bench_die("S3: timers left to fire did not fire");
             struct timespec ts = {0, 2 * 1000000};
             nanosleep(&ts, NULL);
         }
@@ -740,12 +698,12 @@ static void s3_once(const struct config *cfg, enum s3_impl impl,
         rota_service_stats(r.svc, &st);
         if (st.armed != (uint64_t)threads * r.reqs || st.expired != left ||
             st.cancelled != st.armed - left || st.pending != 0)
-            die("S3: rota's counts do not add up");
+            bench_die("S3: rota's counts do not add up");
         rota_service_destroy(r.svc);
     }
     hs_destroy(r.hs);
     if (atomic_load(&fires) - fires0 != (impl == S3_NONE ? 0 : left))
-        die("S3: a timer fired twice, or one cancelled fired");
+        bench_die("S3: a timer fired twice, or one cancelled fired");
     out[0] = (c1 - c0) / ((double)threads * r.reqs);
     out[1] = out[2] = 0;
     for (unsigned i = 0; i < threads; i++) {
@@ -783,18 +741,18 @@ static void run_s3(const struct config *cfg)
             }
         }
         static const char *const wl[3] = {"S3-1t", "S3-2t", "S3-4t"};
-        double none = median(v[S3_NONE][0], cfg->reps_s3);
+        double none = bench_median(v[S3_NONE][0], cfg->reps_s3);
         for (int impl = 0; impl < S3_IMPLS; impl++) {
             if ((impl == S3_ROTA && !cfg->run_rota) ||
                 (impl == S3_HEAP && !cfg->run_heap))
                 continue;
-            double cpu = median(v[impl][0], cfg->reps_s3);
+            double cpu = bench_median(v[impl][0], cfg->reps_s3);
             add_row(s3_name[impl], wl[t], cfg->s3_reqs, "cpu_ns_per_req",
                     impl == S3_NONE ? cpu : cpu - none);
             add_row(s3_name[impl], wl[t], cfg->s3_reqs, "lat_p50_ns",
-                    median(v[impl][1], cfg->reps_s3));
+                    bench_median(v[impl][1], cfg->reps_s3));
             add_row(s3_name[impl], wl[t], cfg->s3_reqs, "lat_p99_ns",
-                    median(v[impl][2], cfg->reps_s3));
+                    bench_median(v[impl][2], cfg->reps_s3));
         }
     }
 }
@@ -898,7 +856,7 @@ static int write_json(const char *path, const struct config *cfg,
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
     snprintf(kernel, sizeof kernel, "%s",
              uname(&u) == 0 ? u.release : "unknown");
-    mkdirs(path);
+    (void)bench_mkdir_parents(path);
     FILE *f = fopen(path, "w");
     if (f == NULL) {
         fprintf(stderr, "rota_bench_service: cannot write %s: %s\n", path,
@@ -906,42 +864,59 @@ static int write_json(const char *path, const struct config *cfg,
         return -1;
     }
     fprintf(f, "{\n  \"meta\": {\n    \"compiler\": ");
-    json_string(f, BENCH_COMPILER);
+    bench_json_string(f, BENCH_COMPILER);
     fprintf(f, ",\n    \"flags\": ");
-    json_string(f, BENCH_CFLAGS);
+    bench_json_string(f, BENCH_CFLAGS);
     fprintf(f, ",\n    \"cpu\": ");
-    json_string(f, cpu);
+    bench_json_string(f, cpu);
     fprintf(f, ",\n    \"cpus_online\": %ld", sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(f, ",\n    \"kernel\": ");
-    json_string(f, kernel);
+    bench_json_string(f, kernel);
     fprintf(f, ",\n    \"seed\": %" PRIu64, cfg->seed);
     fprintf(f, ",\n    \"date\": ");
-    json_string(f, date);
+    bench_json_string(f, date);
+    /* Order and titles for bench/common/results-md.py. */
+    static const char *const titles[][2] = {
+        {"S1-1p", "S1 threaded service, 1 producer: arm + cancel pairs"},
+        {"S1-2p", "S1 threaded service, 2 producers: arm + cancel pairs"},
+        {"S2-0w", "S2 firing lateness, callbacks on the service thread"},
+        {"S2-2w", "S2 firing lateness, 2 workers"},
+    };
+    fprintf(f, ",\n    \"workloads\": [");
+    for (size_t i = 0; i < sizeof titles / sizeof titles[0]; i++) {
+        fprintf(f, "%s\n      {\"name\": ", i ? "," : "");
+        bench_json_string(f, titles[i][0]);
+        fprintf(f, ", \"title\": ");
+        bench_json_string(f, titles[i][1]);
+        fputc('}', f);
+    }
+    fprintf(f, "\n    ]");
     fprintf(f, ",\n    \"repetitions\": ");
-    json_string(f, "median of the repetitions; implementations alternate");
+    bench_json_string(f,
+                      "median of the repetitions; implementations alternate");
     fprintf(f,
             ",\n    \"repetitions_s1\": %d,\n    \"repetitions_s2\": %d"
             ",\n    \"repetitions_s3\": %d",
             cfg->reps_s1, cfg->reps_s2, cfg->reps_s3);
     fprintf(f, ",\n    \"quick\": %s", cfg->quick ? "true" : "false");
     fprintf(f, ",\n    \"clock\": ");
-    json_string(f, "real: CLOCK_MONOTONIC (S1, S2, S3 run real threads)");
+    bench_json_string(f, "real: CLOCK_MONOTONIC (S1, S2, S3 run real threads)");
     fprintf(f, ",\n    \"s1_pairs_per_producer\": %u", cfg->s1_ops);
     fprintf(f, ",\n    \"s2_max_delay_ms\": %" PRIu64, cfg->s2_max_delay);
     fprintf(f, ",\n    \"s3_requests_per_thread\": %u", cfg->s3_reqs);
     fprintf(f, ",\n    \"s3_work_iterations\": %u", s3_work_iters);
     fprintf(f, ",\n    \"loadavg_before\": ");
-    json_string(f, load0);
+    bench_json_string(f, load0);
     fprintf(f, ",\n    \"loadavg_after\": ");
-    json_string(f, load1);
+    bench_json_string(f, load1);
     fprintf(f, ",\n    \"skipped\": []\n  },\n  \"results\": [");
     for (int i = 0; i < nrows; i++) {
         fprintf(f, "%s\n    {\"impl\": ", i ? "," : "");
-        json_string(f, rows[i].impl);
+        bench_json_string(f, rows[i].impl);
         fprintf(f, ", \"workload\": ");
-        json_string(f, rows[i].workload);
+        bench_json_string(f, rows[i].workload);
         fprintf(f, ", \"n\": %u, \"metric\": ", rows[i].n);
-        json_string(f, rows[i].metric);
+        bench_json_string(f, rows[i].metric);
         fprintf(f, ", \"value\": %.6g}", rows[i].value);
     }
     fprintf(f, "\n  ]\n}\n");
@@ -950,6 +925,7 @@ static int write_json(const char *path, const struct config *cfg,
 
 int main(int argc, char **argv)
 {
+    bench_program = "rota_bench_service";
     struct config cfg = {.seed = 42,
                          .reps_s1 = 5,
                          .reps_s2 = 3,
