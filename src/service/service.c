@@ -274,8 +274,10 @@ arm(struct rota_service *svc, uint64_t deadline, uint64_t period,
     uint32_t gen = gen_of(atomic_load_explicit(&r->word, memory_order_relaxed));
     r->fn = fn;
     r->arg = arg;
-    r->pt.period_ = period;
-    r->pt.missed_ = (uint8_t)missed;
+    if (period != 0) { /* a one-shot arm leaves the second line alone */
+        r->pt.period_ = period;
+        r->pt.missed_ = (uint8_t)missed;
+    }
     atomic_store_explicit(&r->shard, home, memory_order_relaxed);
     atomic_store_explicit(&r->word,
                           (uint64_t)gen << 32 | F_LIVE |
@@ -416,10 +418,6 @@ cancel(struct rota_service *svc, struct rota_service_handle h, bool *cleared)
     struct rec *r = rec_of(svc, h);
     if (r == NULL)
         return ROTA_SERVICE_NOT_PENDING;
-    /* The staging fields are on the second line (and, free chains being
-     * LIFO, the next arm on this shard writes it): start both misses at
-     * once. */
-    __builtin_prefetch(&r->due, 1);
     uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
     if (gen_of(w) == h.generation && !(w & F_LIVE)) /* no lock needed */
         return (w & F_RUNNING) ? ROTA_SERVICE_RUNNING
