@@ -68,7 +68,7 @@
 #endif
 
 #define MS UINT64_C(1000000)
-#define MAX_ROWS 64
+#define MAX_ROWS 128
 #define MAX_REPS 15
 
 /* ------------------------------------------------------------ results */
@@ -481,9 +481,20 @@ static void run_s2(const struct config *cfg)
  *                     per-thread wheels cost a program that can use them).
  * A request's timer lives in its context; a context whose timer is left to
  * fire is not reused.  Each arm that reads the clock does so inside the
- * timed call.  Metrics: cpu_ns_per_req (process CPU, every thread, minus
- * none's), lat_p99_ns (the worst thread's p99 of arm + cancel time) and
- * lat_p50_ns (likewise, p50).
+ * timed call.  Metrics: cpu_ns_per_req (process CPU, every thread, net of
+ * the loop: see below), cpu_gross_ns_per_req (the same, not net),
+ * lat_p99_ns (the worst thread's p99 of arm + cancel time) and lat_p50_ns
+ * (likewise, p50).
+ *
+ * The timer is ~10% of a request's CPU, so the net figure is a small
+ * difference of two large ones.  Taken as the difference of two medians
+ * measured minutes apart, it went negative when the machine's load moved
+ * between them: on a shared VM the speed of the work itself varies by
+ * more than a timer costs.  So each run also times every request's work,
+ * and its figure is its CPU per request less the median work time of the
+ * same run; every run of an implementation is paired with a run of
+ * `none` just before it, the net figure is the median of the pairs'
+ * differences, and the gross figure is reported next to it.
  */
 enum s3_impl { S3_NONE, S3_ROTA, S3_HEAP, S3_FLOOR, S3_IMPLS };
 static const char *const s3_name[S3_IMPLS] = {
@@ -507,7 +518,8 @@ struct s3_thread {
     unsigned id;
     pthread_t thread;
     uint64_t *lat;
-    uint64_t left; /* timers this thread left to fire, or found fired */
+    uint64_t *work; /* each request's work, ns */
+    uint64_t left;  /* timers this thread left to fire, or found fired */
 };
 
 static atomic_ullong s3_sink;
@@ -615,6 +627,7 @@ static void *s3_thread_main(void *arg)
         }
         uint64_t t3 = hs_now_ns();
         th->lat[k] = (t1 - t0) + (t3 - t2);
+        th->work[k] = t2 - t1;
         if (r->impl == S3_FLOOR)
             rota_wheel_advance(&wheel, t3 / 1000u);
         if (leave) {
@@ -636,10 +649,11 @@ static void *s3_thread_main(void *arg)
 }
 
 /* One repetition: CPU ns per request (not net), the worst thread's p50
- * and p99 of arm + cancel ns. */
+ * and p99 of arm + cancel ns, and CPU ns per request less the median time
+ * of one request's work in this run (averaged over the threads). */
 static void s3_once(const struct config *cfg, enum s3_impl impl,
                     unsigned threads, int rep, uint32_t work_iters,
-                    double out[3])
+                    double out[4])
 {
     struct s3_run r = {.impl = impl,
                        .reqs = cfg->s3_reqs,
@@ -666,9 +680,13 @@ static void s3_once(const struct config *cfg, enum s3_impl impl,
             bench_die("S3: hs_create failed");
     }
     for (unsigned i = 0; i < threads; i++) {
-        th[i] =
-            (struct s3_thread){&r, i, 0, calloc(r.reqs, sizeof(uint64_t)), 0};
-        if (th[i].lat == NULL)
+        th[i] = (struct s3_thread){&r,
+                                   i,
+                                   0,
+                                   calloc(r.reqs, sizeof(uint64_t)),
+                                   calloc(r.reqs, sizeof(uint64_t)),
+                                   0};
+        if (th[i].lat == NULL || th[i].work == NULL)
             bench_die("out of memory");
         pthread_create(&th[i].thread, NULL, s3_thread_main, &th[i]);
     }
@@ -706,6 +724,7 @@ static void s3_once(const struct config *cfg, enum s3_impl impl,
         bench_die("S3: a timer fired twice, or one cancelled fired");
     out[0] = (c1 - c0) / ((double)threads * r.reqs);
     out[1] = out[2] = 0;
+    double work = 0;
     for (unsigned i = 0; i < threads; i++) {
         qsort(th[i].lat, r.reqs, sizeof(uint64_t), cmp_u64);
         double p50 = (double)th[i].lat[r.reqs / 2];
@@ -713,7 +732,11 @@ static void s3_once(const struct config *cfg, enum s3_impl impl,
         out[1] = p50 > out[1] ? p50 : out[1];
         out[2] = p99 > out[2] ? p99 : out[2];
         free(th[i].lat);
+        qsort(th[i].work, r.reqs, sizeof(uint64_t), cmp_u64);
+        work += (double)th[i].work[r.reqs / 2] / threads;
+        free(th[i].work);
     }
+    out[3] = out[0] - work;
     free(r.nodes);
     pthread_cond_destroy(&r.start.cv);
     pthread_mutex_destroy(&r.start.mu);
@@ -725,34 +748,42 @@ static void run_s3(const struct config *cfg)
     uint32_t iters = s3_calibrate();
     s3_work_iters = iters;
     for (int t = 0; t < 3; t++) {
-        double v[S3_IMPLS][3][MAX_REPS];
+        /* v[impl][0]: gross CPU; [1], [2]: latency; [3]: CPU net of the
+         * `none` run paired with it.  none's own rows: every paired run. */
+        double v[S3_IMPLS][4][MAX_REPS * S3_IMPLS];
+        int nv[S3_IMPLS] = {0};
         memset(v, 0, sizeof v);
         for (int rep = 0; rep < cfg->reps_s3; rep++) {
             /* Rotate the order so drifting load hits all of them. */
             for (int k = 0; k < S3_IMPLS; k++) {
                 int impl = (rep + k) % S3_IMPLS;
-                if ((impl == S3_ROTA && !cfg->run_rota) ||
+                if (impl == S3_NONE || (impl == S3_ROTA && !cfg->run_rota) ||
                     (impl == S3_HEAP && !cfg->run_heap))
                     continue;
-                double out[3];
+                double base[4], out[4];
+                s3_once(cfg, S3_NONE, ts[t], rep, iters, base);
                 s3_once(cfg, (enum s3_impl)impl, ts[t], rep, iters, out);
-                for (int m = 0; m < 3; m++)
-                    v[impl][m][rep] = out[m];
+                for (int m = 0; m < 3; m++) {
+                    v[S3_NONE][m][nv[S3_NONE]] = base[m];
+                    v[impl][m][nv[impl]] = out[m];
+                }
+                v[impl][3][nv[impl]++] = out[3] - base[3];
+                nv[S3_NONE]++;
             }
         }
         static const char *const wl[3] = {"S3-1t", "S3-2t", "S3-4t"};
-        double none = bench_median(v[S3_NONE][0], cfg->reps_s3);
         for (int impl = 0; impl < S3_IMPLS; impl++) {
-            if ((impl == S3_ROTA && !cfg->run_rota) ||
-                (impl == S3_HEAP && !cfg->run_heap))
+            if (nv[impl] == 0)
                 continue;
-            double cpu = bench_median(v[impl][0], cfg->reps_s3);
+            double gross = bench_median(v[impl][0], nv[impl]);
             add_row(s3_name[impl], wl[t], cfg->s3_reqs, "cpu_ns_per_req",
-                    impl == S3_NONE ? cpu : cpu - none);
+                    impl == S3_NONE ? gross : bench_median(v[impl][3], nv[impl]));
+            add_row(s3_name[impl], wl[t], cfg->s3_reqs, "cpu_gross_ns_per_req",
+                    gross);
             add_row(s3_name[impl], wl[t], cfg->s3_reqs, "lat_p50_ns",
-                    bench_median(v[impl][1], cfg->reps_s3));
+                    bench_median(v[impl][1], nv[impl]));
             add_row(s3_name[impl], wl[t], cfg->s3_reqs, "lat_p99_ns",
-                    bench_median(v[impl][2], cfg->reps_s3));
+                    bench_median(v[impl][2], nv[impl]));
         }
     }
 }
@@ -803,8 +834,10 @@ static void print_s3(const struct config *cfg)
            "iterations), cancel; 1%% fire; %u requests per thread, median of "
            "%d\n",
            s3_work_iters, cfg->s3_reqs, cfg->reps_s3);
-    printf("  CPU ns per request, every thread, net of the loop without a "
-           "timer (none: %.0f / %.0f / %.0f ns at T = 1 / 2 / 4)\n",
+    printf("  CPU ns per request, every thread, net of a run of the loop "
+           "without a timer paired with each run (median of the "
+           "differences; gross in brackets; none: %.0f / %.0f / %.0f ns at "
+           "T = 1 / 2 / 4)\n",
            row_value("none", wl[0], "cpu_ns_per_req"),
            row_value("none", wl[1], "cpu_ns_per_req"),
            row_value("none", wl[2], "cpu_ns_per_req"));
@@ -814,7 +847,12 @@ static void print_s3(const struct config *cfg)
         double a = row_value("rota-service", wl[t], "cpu_ns_per_req");
         double b = row_value("mutex-heap2", wl[t], "cpu_ns_per_req");
         double c = row_value("wheel-per-thread", wl[t], "cpu_ns_per_req");
-        printf("  %-3d %14.0f %14.0f %17.0f %11.2fx %11.2fx\n", 1 << t, a, b, c,
+        printf("  %-3d %5.0f (%6.0f) %5.0f (%6.0f) %8.0f (%6.0f) %11.2fx "
+               "%11.2fx\n",
+               1 << t, a,
+               row_value("rota-service", wl[t], "cpu_gross_ns_per_req"), b,
+               row_value("mutex-heap2", wl[t], "cpu_gross_ns_per_req"), c,
+               row_value("wheel-per-thread", wl[t], "cpu_gross_ns_per_req"),
                a / c, a / b);
     }
     printf("  arm + cancel ns per request, p99 of the worst thread (p50)\n");

@@ -128,7 +128,8 @@
  *
  * MEMORY
  *   Timer records (128 bytes each on x86-64, two cache lines: the first
- *   holds all that arm and cancel touch) live in a slab that starts with
+ *   holds all that arm and cancel touch until the timer enters its wheel,
+ *   a band or two before its deadline) live in a slab that starts with
  *   `initial_capacity` records and grows in chunks, each twice the previous one, when every
  *   record is in use; records never move and are reused, and chunks are
  *   freed only by rota_service_destroy().  A record is in use from arm until

@@ -114,26 +114,48 @@
  *   times per 2e6 pairs); in S3 (a request timeout armed and cancelled
  *   by one thread, 1% fire) the service thread's share is its wake per
  *   fire.  bench/counts/service_counts.c counts one thread's pairs under
- *   callgrind; per arm + cancel pair, with the loop's own ~30:
+ *   callgrind (--cache-sim=yes, 2e5 pairs); per arm + cancel pair, with
+ *   the loop's own ~30 (S1) and ~78 (S3: two splitmix calls):
  *
  *                            S1 Ir  refs  D1 misses    S3 Ir  refs
- *       rota-service           385   143       3.7       419   150
- *       mutex-heap2            331   130       7.4       306   125
+ *       rota-service           394   154       2.9       420   148
+ *       mutex-heap2            337   133       8.1       303   124
  *
  *   An S1 pair is ~190 instructions of arm (~45 appending to the far
  *   vector, ~10 for the clock call, ~8 for the lock and unlock, the rest
  *   the checks, the record's take and fill and the handle) and ~130 of
  *   cancel (~15 punching the far entry's hole, ~8 for the lock); an S3
- *   pair files on a band list (~50) and unlinks from it (~28).  The heap
- *   executes fewer instructions but misses twice as often (a sift walks
- *   random nodes), so the two run at about the same speed per pair; what
- *   rota may still cut is instructions.  Its locked instructions per pair
- *   are four (the two lock and unlock pairs), as the heap's mutexes.  The
- *   rules the paths keep:
+ *   pair files on a band list (~50) and unlinks from it (~30).  The rest
+ *   is spread thin: no step of either path costs more than ~15
+ *   instructions, so trimming has little left to give.  The heap
+ *   executes fewer instructions but misses almost three times as often
+ *   (a sift walks random nodes); a pair of rota's misses once, on its
+ *   record's first line (see struct rec), plus the far vector's hole bit
+ *   and the caller's handle.  Its locked instructions per pair are four
+ *   (the two lock and unlock pairs), as the heap's mutexes.
+ *
+ *   What a per-thread path could still remove is those four locked
+ *   instructions: with one producer its home shard is already private in
+ *   all but the lock word, which the service thread takes ~once per
+ *   fire.  Without them the owner's arm and cancel would need a way for
+ *   the service thread to reach the shard's timers: a producer may block
+ *   for minutes (in epoll_wait, say) with timers due, so nothing may wait
+ *   for the owner to hand them over.  The way that keeps the owner's path
+ *   free of fences is an asymmetric lock: the owner marks itself inside
+ *   with plain stores, and the service thread, before it enters, asks
+ *   and then forces a barrier on every thread of the process
+ *   (membarrier(2), PRIVATE_EXPEDITED, a few microseconds of IPIs per
+ *   pass) before it reads the mark.  It is not built: ThreadSanitizer
+ *   does not model membarrier, so the path the tests check would differ
+ *   from the path that runs, and the barrier would sit on every pass of
+ *   the service thread, which S2's lateness pays.
+ *
+ *   The rules the paths keep:
  *   - A pair touches its own record and shard: the record's first line
- *     (the word, the wheel links), its second when it is staged, and the
- *     shard's lock, free chain and staging arrays, written by one thread
- *     in the common case (a thread arms on its home shard).
+ *     (the word, the staging fields, fn and arg; the second, the wheel's,
+ *     only once the record enters the wheel), and the shard's lock, free
+ *     chain and staging arrays, written by one thread in the common case
+ *     (a thread arms on its home shard).
  *   - No divide per operation: the default tick divides by a constant,
  *     the home shard is cached per thread (the modulo runs once), and
  *     rec_at() is a shift, a bit scan and a biased chunk address.
@@ -274,8 +296,10 @@ arm(struct rota_service *svc, uint64_t deadline, uint64_t period,
     uint32_t gen = gen_of(atomic_load_explicit(&r->word, memory_order_relaxed));
     r->fn = fn;
     r->arg = arg;
-    r->pt.period_ = period;
-    r->pt.missed_ = (uint8_t)missed;
+    if (period != 0) { /* a one-shot arm leaves the second line alone */
+        r->pt.period_ = period;
+        r->pt.missed_ = (uint8_t)missed;
+    }
     atomic_store_explicit(&r->shard, home, memory_order_relaxed);
     atomic_store_explicit(&r->word,
                           (uint64_t)gen << 32 | F_LIVE |
@@ -416,10 +440,6 @@ cancel(struct rota_service *svc, struct rota_service_handle h, bool *cleared)
     struct rec *r = rec_of(svc, h);
     if (r == NULL)
         return ROTA_SERVICE_NOT_PENDING;
-    /* The staging fields are on the second line (and, free chains being
-     * LIFO, the next arm on this shard writes it): start both misses at
-     * once. */
-    __builtin_prefetch(&r->due, 1);
     uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
     if (gen_of(w) == h.generation && !(w & F_LIVE)) /* no lock needed */
         return (w & F_RUNNING) ? ROTA_SERVICE_RUNNING

@@ -91,25 +91,26 @@ static inline bool is_free(uint64_t w)
 
 /* --------------------------------------------------------- structures */
 
-/* Two cache lines: the first holds all that arm, cancel and touch use
- * (a cancel of a random timer among many costs one miss on it, plus the
- * wheel neighbours' first lines); the second what firing uses.  The timer
- * is a periodic one (rota.h, struct rota_periodic) whose period is 0 for a
- * one-shot record: the wheel fires it once; its period_ and missed_ are
- * the record's period (ticks) and policy. */
+/* Two cache lines.  The first holds all that arming and cancelling a
+ * staged timer touch - and a timer is staged from its arm until a band or
+ * two before its deadline, so almost every cancel finds it staged: a
+ * cancel of a random timer among many costs one miss, on this line (a
+ * band list's neighbours are written on their first lines too).  The
+ * second line is the wheel's: the timer, which a record enters shortly
+ * before it fires, and `due`.  The timer is a periodic one (rota.h,
+ * struct rota_periodic); only a periodic record's pt.period_ and
+ * pt.missed_ mean anything (its period in ticks and its policy), set at
+ * arm: a one-shot arm writes nothing on the second line, and whether a
+ * record is periodic is read from F_PERIODIC in its word. */
 struct rec {
     alignas(64) _Atomic uint64_t word;
-    _Atomic uint32_t shard;  /* the shard it is armed on */
-    uint32_t free_next;      /* free chain link */
-    struct rota_periodic pt; /* under the shard's lock */
-
-    _Atomic uint64_t due; /* deadline of the first owed fire */
-    uint64_t last_fire;   /* deadline of the last fire owed */
+    _Atomic uint32_t shard; /* the shard it is armed on */
+    uint32_t free_next;     /* free chain link */
     rota_service_fn *fn;
     void *arg;
     uint32_t index;
     uint32_t wnext; /* dispatch / worker queue link; for a free
-                                record heading a depot batch, the next batch */
+                       record heading a depot batch, the next batch */
     /* Staging, under the shard's lock: the band list the record waits on
      * (STAGE_NONE when it is not staged, STAGE_FAR on the far vector),
      * its deadline's offset in that band, and the list links (on the far
@@ -117,13 +118,24 @@ struct rec {
     uint16_t sband;
     uint16_t soff;
     uint32_t snext, sprev;
+    uint64_t last_fire; /* deadline of the last fire owed */
+
+    struct rota_periodic pt; /* under the shard's lock */
+    _Atomic uint64_t due;    /* deadline of the first owed fire */
 };
 
 #if UINTPTR_MAX == UINT64_MAX
 _Static_assert(sizeof(struct rec) == 128, "a record is two cache lines");
-_Static_assert(offsetof(struct rec, pt.timer) + sizeof(struct rota_timer) <= 64,
-               "what arm and cancel touch fits in the first line");
+_Static_assert(offsetof(struct rec, pt) == 64,
+               "what arm and cancel of a staged timer touch fits in the "
+               "first line");
 #endif
+
+/* Whether the record's timer is periodic (constant for a generation). */
+static inline bool rec_periodic(struct rec *r)
+{
+    return atomic_load_explicit(&r->word, memory_order_relaxed) & F_PERIODIC;
+}
 
 /* A far-staged timer: its record and the low bits of its band. */
 struct far_ent {

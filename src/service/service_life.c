@@ -418,8 +418,16 @@ int rota__service_check_all(struct rota_service *svc, const char **why)
         rota__lock(&sh->mu);
         uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
         bool staged = r->sband != STAGE_NONE;
-        bool filed = rota_timer_pending(&r->pt.timer) || staged;
+        bool wheeled_here = rota_timer_pending(&r->pt.timer);
+        bool filed = wheeled_here || staged;
+        /* A one-shot arm leaves pt.period_ to the wheel's filing (struct
+         * rec): in the wheel, a one-shot record with a period would be
+         * fired again by the core. */
+        bool period_left =
+            wheeled_here && !(w & F_PERIODIC) && r->pt.period_ != 0;
         rota__unlock(&sh->mu);
+        if (period_left)
+            BAD("one-shot timer in the wheel with a period");
         if (staged && rota_timer_pending(&r->pt.timer))
             BAD("staged record also filed in the wheel");
         if (r->index != i)

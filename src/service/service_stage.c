@@ -214,6 +214,22 @@ void rota__service_unstage(struct shard *sh, struct rec *r)
     sh->staged--;
 }
 
+/* Put the record into the wheel.  A one-shot arm writes nothing on the
+ * record's second line (struct rec), so a one-shot record's pt.period_ is
+ * cleared here, where that line is written anyway: the core fires the
+ * timer of a struct rota_periodic once only while its period_ is 0, and a
+ * record that was periodic in an earlier generation still has one. */
+static void wheel_file(struct shard *sh, struct rec *r, uint64_t deadline)
+{
+    if (rec_periodic(r)) {
+        rota_periodic_arm_at(&sh->wheel, &r->pt, deadline, r->pt.period_,
+                             (enum rota_missed)r->pt.missed_);
+        return;
+    }
+    r->pt.period_ = 0;
+    rota_timer_arm_at(&sh->wheel, &r->pt.timer, deadline);
+}
+
 /* The band number of list `b`, which holds a band in [stage_next,
  * stage_next + STAGE_BANDS). */
 static uint64_t band_of_list(const struct shard *sh, unsigned b)
@@ -255,11 +271,7 @@ void rota__service_file(struct shard *sh, struct rec *r, uint64_t deadline,
         return;
     }
     r->sband = STAGE_NONE;
-    if (r->pt.period_ != 0)
-        rota_periodic_arm_at(&sh->wheel, &r->pt, deadline, r->pt.period_,
-                             (enum rota_missed)r->pt.missed_);
-    else
-        rota_timer_arm_at(&sh->wheel, &r->pt.timer, deadline);
+    wheel_file(sh, r, deadline);
 }
 
 /*
@@ -345,12 +357,7 @@ bool rota__service_stage_pump(struct shard *sh, uint64_t now, bool ahead)
             struct rec *r = rec_at(sh->svc, sh->stage_head[b]);
             rota__service_unstage(sh, r);
             uint64_t deadline = base | r->soff;
-            if (r->pt.period_ != 0)
-                rota_periodic_arm_at(&sh->wheel, &r->pt, deadline,
-                                     r->pt.period_,
-                                     (enum rota_missed)r->pt.missed_);
-            else
-                rota_timer_arm_at(&sh->wheel, &r->pt.timer, deadline);
+            wheel_file(sh, r, deadline);
         }
         sh->stage_next++;
     }

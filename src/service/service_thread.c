@@ -35,7 +35,7 @@ static void invoke(struct rota_service *svc, struct rec *r, uint32_t gen,
     uint64_t now = now_ns(svc);
     ev.late_ns = now > ev.deadline_ns ? now - ev.deadline_ns : 0;
     bump(&ts->fired, 1);
-    if (r->pt.period_ == 0)
+    if (!rec_periodic(r))
         bump(&ts->expired, 1);
     bump(&ts->late[late_bucket(ev.late_ns)], 1);
     rota__service_tl_cb.svc = svc;

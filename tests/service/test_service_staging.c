@@ -35,6 +35,53 @@ TEST(service_check_catches_planted_fault)
     fix_fini(&f);
 }
 
+/* A one-shot arm writes nothing on the record's second line, so the
+ * period a periodic timer of an earlier generation left in pt.period_ is
+ * cleared when the one-shot record enters the wheel (else the core would
+ * fire it again, and again).  The record is reused (free chains are
+ * LIFO), fires once, and the checker catches a period planted on it. */
+TEST(one_shot_record_reused_after_a_periodic_carries_no_period)
+{
+    struct fix f;
+    struct probe p = {.id = 1}, q = {.id = 2};
+    struct rota_service_handle hp, ho;
+    const char *why = NULL;
+    fix_init(&f, 0);
+    CHECK_EQ_INT(rota_service_arm_periodic_in(f.svc, 100 * ST_MS, 50 * ST_MS,
+                                              ROTA_MISSED_SKIP, probe_fn, &p,
+                                              &hp),
+                 0);
+    CHECK_EQ_INT(rota_service_try_cancel(f.svc, hp), ROTA_SERVICE_CANCELLED);
+    /* Within a band: straight into the wheel. */
+    CHECK_EQ_INT(rota_service_arm_in(f.svc, ST_MS, probe_fn, &q, &ho), 0);
+    CHECK_EQ_U64(ho.index, hp.index);
+    CHECK_EQ_INT(rota_service_sync(f.svc), 0);
+    CHECK_EQ_INT(rota_service_check(f.svc, &why), 0);
+
+    struct rec *r = rec_at(f.svc, ho.index);
+    struct shard *sh = shard_of(f.svc, r);
+    rota__lock(&sh->mu);
+    CHECK(rota_timer_pending(&r->pt.timer));
+    CHECK_EQ_U64(r->pt.period_, 0);
+    r->pt.period_ = 7; /* the fault: the period left behind */
+    rota__unlock(&sh->mu);
+    CHECK_EQ_INT(rota_service_check(f.svc, &why), ROTA_ECORRUPT);
+    CHECK(why != NULL);
+    printf("     planted fault reported: %s\n", why ? why : "(none)");
+    rota__lock(&sh->mu);
+    r->pt.period_ = 0;
+    rota__unlock(&sh->mu);
+    CHECK_EQ_INT(rota_service_check(f.svc, &why), 0);
+
+    advance(&f, ST_S);
+    CHECK_EQ_INT(atomic_load(&q.runs), 1);
+    CHECK_EQ_INT(atomic_load(&p.runs), 0);
+    CHECK_EQ_U64(stats_of(&f).expired, 1);
+    CHECK_EQ_U64(stats_of(&f).pending, 0);
+    CHECK_EQ_INT(rota_service_check(f.svc, &why), 0);
+    fix_fini(&f);
+}
+
 /* ------------------------------------------------------ staged timers */
 
 /* Timers due more than a band (STAGE_SHIFT ticks: 2.048 ms of the default
@@ -776,6 +823,7 @@ TEST(clock_going_back_never_fires_a_staged_timer_early)
 
 static const struct h_test tests[] = {
     H_TEST(service_check_catches_planted_fault),
+    H_TEST(one_shot_record_reused_after_a_periodic_carries_no_period),
     H_TEST(cancelled_staged_timer_never_fires_and_its_record_is_reused),
     H_TEST(touched_staged_timer_fires_exactly_at_its_new_deadline),
     H_TEST(stop_hands_back_each_staged_timer_once),
