@@ -52,19 +52,26 @@
 /* No expiry, as Redis's getExpire() says. */
 #define NO_EXPIRE (-1LL)
 
+/* No position in an index (struct value's vol_idx). */
+#define NO_INDEX UINT32_MAX
+
 /*
- * One key's value, owned by the store.  The map holds a pointer to it; the
- * key is copied here too because the map has no iteration of its own and
- * SCAN and eviction need the key of an index position.
+ * One key's value, owned by the store: one block holding the key and the
+ * value bytes.  The map borrows the key from here (rota_keyed_config's
+ * borrow_keys), so each key is stored once; SCAN and eviction find it
+ * through the index.  The header is 36 bytes: with a 12-byte key and a
+ * 20-byte value the block is 80 bytes as glibc malloc rounds it.
  */
 struct value {
-    size_t all_idx;   /* position in the index of all keys */
-    size_t vol_idx;   /* position in the index of keys with a TTL */
     long long when;   /* expiry, unix time in ms, or NO_EXPIRE */
-    uint64_t lru;     /* monotonic ms of the last access */
+    size_t len;       /* value bytes at data[key_len] */
+    uint32_t all_idx; /* position in the index of all keys */
+    uint32_t vol_idx; /* position in the index of keys with a TTL, or
+                         NO_INDEX */
+    uint32_t lru;     /* S.now_tick (monotonic ms) of the last access, mod
+                         2^32: idle times are exact up to 49 days */
     uint32_t key_len; /* key bytes at data[0] */
     uint32_t spare;   /* room after the value, for APPEND (store_append) */
-    size_t len;       /* value bytes at data[key_len] */
     char data[];
 };
 

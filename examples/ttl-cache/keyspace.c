@@ -146,7 +146,10 @@ static void set_generic(struct client *c, const struct arg *key,
     long long when = NO_EXPIRE;
     if (expire != NULL && !expire_ms(c, expire, flags, cmd, &when))
         return;
-    struct value *old = store_lookup(key->p, key->len);
+    /* A plain SET needs no lookup: store_set() is one map call. */
+    struct value *old = NULL;
+    if (flags & (SET_GET | SET_NX | SET_XX))
+        old = store_lookup(key->p, key->len);
     if (flags & SET_GET)
         reply_value(c, old);
     if (((flags & SET_NX) && old != NULL) ||

@@ -3,6 +3,16 @@
  * store.c - the keyspace: every key in one rota keyed map, Redis's expiry
  * rules on top, an index for SCAN and eviction, and the memory bound.
  *
+ * ONE BLOCK A KEY
+ *   A key's header, key bytes and value bytes are one malloc block (struct
+ *   value), and the map borrows the key from it (borrow_keys) instead of
+ *   copying it: the key is stored once.  So the map must be told of a new
+ *   block before the old one goes: a SET hands the map the new block's key
+ *   in the same call that replaces the value (one lookup, and the old
+ *   block freed after), and APPEND's growth copies into a new block,
+ *   points the map at it, then frees the old (realloc() would free the
+ *   key the map still reads).
+ *
  * EXPIRY
  *   Redis keeps a key's expiry as an absolute unix time in milliseconds and
  *   calls the key expired once the clock is past it (now > when).  So does
@@ -129,10 +139,10 @@ static uint64_t rng_next(void)
 
 /* ---------------------------------------------------------- the index */
 
-static bool array_push(struct value ***arr, size_t *len, size_t *cap,
-                       struct value *v, size_t *idx)
+/* Room for one more element; false when out of memory. */
+static bool array_reserve(struct value ***arr, size_t len, size_t *cap)
 {
-    if (*len == *cap) {
+    if (len == *cap) {
         size_t ncap = *cap ? *cap * 2 : 64;
         struct value **p = realloc(*arr, ncap * sizeof *p);
         if (p == NULL)
@@ -140,7 +150,15 @@ static bool array_push(struct value ***arr, size_t *len, size_t *cap,
         *arr = p;
         *cap = ncap;
     }
-    *idx = *len;
+    return true;
+}
+
+static bool array_push(struct value ***arr, size_t *len, size_t *cap,
+                       struct value *v, uint32_t *idx)
+{
+    if (!array_reserve(arr, *len, cap))
+        return false;
+    *idx = (uint32_t)*len;
     (*arr)[(*len)++] = v;
     return true;
 }
@@ -158,13 +176,13 @@ static long double vol_when_sum;
 
 static void vol_remove(struct value *v)
 {
-    if (v->vol_idx == SIZE_MAX)
+    if (v->vol_idx == NO_INDEX)
         return;
     vol_when_sum -= v->when;
     struct value *last = S.vol[--S.vol_len];
     S.vol[v->vol_idx] = last;
     last->vol_idx = v->vol_idx;
-    v->vol_idx = SIZE_MAX;
+    v->vol_idx = NO_INDEX;
 }
 
 /* The monotonic deadline for a unix-ms expiry: the first tick after it. */
@@ -291,8 +309,10 @@ int store_init(void)
     S.now_ms = unix_ms();
     if (getrandom(&S.rng, sizeof S.rng, 0) != sizeof S.rng)
         S.rng = (uint64_t)S.now_ms ^ S.now_tick;
-    struct rota_keyed_config cfg = {
-        .now = S.now_tick, .expire = on_expire, .allocator = &map_allocator};
+    struct rota_keyed_config cfg = {.now = S.now_tick,
+                                    .expire = on_expire,
+                                    .allocator = &map_allocator,
+                                    .borrow_keys = true};
     return rota_keyed_create(&S.map, &cfg);
 }
 
@@ -360,8 +380,10 @@ static bool lazy_free(size_t n)
 void store_flush_async(void)
 {
     struct rota_keyed *fresh;
-    struct rota_keyed_config cfg = {
-        .now = S.now_tick, .expire = on_expire, .allocator = &map_allocator};
+    struct rota_keyed_config cfg = {.now = S.now_tick,
+                                    .expire = on_expire,
+                                    .allocator = &map_allocator,
+                                    .borrow_keys = true};
     lazy_free(SIZE_MAX); /* one at a time (two in a row are rare) */
     if (rota_keyed_create(&fresh, &cfg) != 0) {
         store_flush();
@@ -444,7 +466,7 @@ struct value *store_lookup(const char *key, size_t len)
     }
     if (pool_len > 0)
         pool_remove(v); /* its idle time changes */
-    v->lru = S.now_tick;
+    v->lru = (uint32_t)S.now_tick;
     return v;
 }
 
@@ -453,19 +475,34 @@ static void set_volatile(struct value *v, long long when)
     pool_remove(v); /* its score changes */
     if (when == NO_EXPIRE)
         vol_remove(v);
-    else if (v->vol_idx != SIZE_MAX)
+    else if (v->vol_idx != NO_INDEX)
         vol_when_sum += (long double)when - v->when;
     else if (array_push(&S.vol, &S.vol_len, &S.vol_cap, v, &v->vol_idx))
         vol_when_sum += when;
     else
-        v->vol_idx = SIZE_MAX; /* not sampled by volatile-*: no harm */
+        v->vol_idx = NO_INDEX; /* not sampled by volatile-*: no harm */
     v->when = when;
 }
 
+/*
+ * One map call: the set adds the key or hands back the value it replaces
+ * (live or expired but not yet collected), and the new block takes over
+ * the old one's places.  The map borrows the key from the new block, so
+ * the old one can go at once.  KEEPTTL needs the old expiry first: that
+ * case looks the key up before.
+ */
 struct value *store_set(const char *key, size_t klen, const void *val,
                         size_t vlen, long long when, bool keepttl)
 {
-    if (klen > UINT32_MAX)
+    if (klen > UINT32_MAX || S.all_len >= NO_INDEX)
+        return NULL;
+    if (keepttl) {
+        const struct value *old = store_lookup(key, klen);
+        if (old != NULL)
+            when = old->when;
+    }
+    /* A new key's place in the index, made before the map changes. */
+    if (!array_reserve(&S.all, S.all_len, &S.all_cap))
         return NULL;
     struct value *v = malloc(sizeof *v + klen + vlen);
     if (v == NULL)
@@ -476,35 +513,32 @@ struct value *store_set(const char *key, size_t klen, const void *val,
     memcpy(v->data, key, klen);
     if (vlen > 0)
         memcpy(v->data + klen, val, vlen);
-    v->lru = S.now_tick;
-    v->vol_idx = SIZE_MAX;
+    v->lru = (uint32_t)S.now_tick;
+    v->vol_idx = NO_INDEX;
     v->when = NO_EXPIRE;
 
-    struct value *old = store_lookup(key, klen);
-    if (old != NULL) {
-        /* Take over the old value's places: nothing to allocate. */
-        if (keepttl)
-            when = old->when;
+    void *prev = NULL;
+    int rc =
+        rota_keyed_set_at(S.map, v->data, klen, v, deadline_of(when), &prev);
+    if (rc < 0) {
+        free(v);
+        return NULL;
+    }
+    if (rc == 1) {
+        struct value *old = prev;
+        if (old->when != NO_EXPIRE && S.now_ms > old->when)
+            S.expired++; /* its time had passed: reclaimed by this write */
         v->all_idx = old->all_idx;
         S.all[v->all_idx] = v;
         v->vol_idx = old->vol_idx;
-        if (v->vol_idx != SIZE_MAX)
+        if (v->vol_idx != NO_INDEX)
             S.vol[v->vol_idx] = v;
         v->when = old->when;
         pool_remove(old);
-        rota_keyed_set_at(S.map, key, klen, v, deadline_of(when), NULL);
         value_free(old);
     } else {
-        if (!array_push(&S.all, &S.all_len, &S.all_cap, v, &v->all_idx)) {
-            free(v);
-            return NULL;
-        }
-        if (rota_keyed_set_at(S.map, key, klen, v, deadline_of(when), NULL) <
-            0) {
-            S.all_len--;
-            free(v);
-            return NULL;
-        }
+        v->all_idx = (uint32_t)S.all_len;
+        S.all[S.all_len++] = v;
     }
     S.value_bytes += value_size(v);
     set_volatile(v, when);
@@ -527,7 +561,7 @@ struct value *store_append(struct value *v, const void *p, size_t n)
         memcpy(v->data + v->key_len + v->len, p, n);
         v->len += n;
         v->spare -= (uint32_t)n;
-        v->lru = S.now_tick;
+        v->lru = (uint32_t)S.now_tick;
         return v;
     }
     size_t len = v->len + n;
@@ -535,22 +569,28 @@ struct value *store_append(struct value *v, const void *p, size_t n)
     if (room > UINT32_MAX)
         room = UINT32_MAX;
     size_t old_size = value_size(v);
-    pool_remove(v); /* it may move: no pointer to the old block may stay */
-    struct value *nv = realloc(v, sizeof *v + v->key_len + len + room);
+    /* A new block, not realloc(): the map reads the key from the old one
+     * until it is told the new one, so the old block must outlive that
+     * set.  (The growth is geometric, so the copies stay amortised O(1) a
+     * byte.) */
+    struct value *nv = malloc(sizeof *v + v->key_len + len + room);
     if (nv == NULL)
         return NULL;
+    memcpy(nv, v, sizeof *v + v->key_len + v->len);
     memcpy(nv->data + nv->key_len + nv->len, p, n);
     nv->len = len;
     nv->spare = (uint32_t)room;
-    nv->lru = S.now_tick;
+    nv->lru = (uint32_t)S.now_tick;
+    /* Every pointer to it: the map (a set on an existing key cannot fail),
+     * the index, the eviction pool. */
+    rota_keyed_set_at(S.map, nv->data, nv->key_len, nv, deadline_of(nv->when),
+                      NULL);
+    S.all[nv->all_idx] = nv;
+    if (nv->vol_idx != NO_INDEX)
+        S.vol[nv->vol_idx] = nv;
+    pool_remove(v);
+    free(v);
     S.value_bytes += value_size(nv) - old_size;
-    if (nv != v) { /* every pointer to it: the index, the map */
-        S.all[nv->all_idx] = nv;
-        if (nv->vol_idx != SIZE_MAX)
-            S.vol[nv->vol_idx] = nv;
-        rota_keyed_set_at(S.map, nv->data, nv->key_len, nv,
-                          deadline_of(nv->when), NULL); /* cannot fail */
-    }
     return nv;
 }
 
@@ -636,8 +676,8 @@ static void pool_remove(const struct value *v)
 static uint64_t badness(const struct value *v)
 {
     if (S.policy == POLICY_VOLATILE_TTL)
-        return UINT64_MAX - (uint64_t)v->when; /* nearest expiry */
-    return UINT64_MAX - v->lru;                /* least recently used */
+        return UINT64_MAX - (uint64_t)v->when;        /* nearest expiry */
+    return (uint32_t)((uint32_t)S.now_tick - v->lru); /* longest idle */
 }
 
 static void pool_offer(struct value *v)

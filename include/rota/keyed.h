@@ -18,6 +18,10 @@
  * ENTRIES
  *   A key is any byte string (length 0 to UINT32_MAX), copied into memory the
  *   map owns: the caller's buffer may be reused as soon as a call returns.
+ *   A map created with borrow_keys instead keeps the caller's pointer for
+ *   keys longer than 8 bytes (shorter ones are always copied into the
+ *   slot), so a cache whose values already hold their key stores it once
+ *   (BORROWED KEYS below).
  *   A value is the caller's pointer, stored and handed back, never
  *   dereferenced.  An entry has a deadline in ticks or none (ROTA_NEVER): an
  *   entry without a deadline stays until it is removed, so the map can be a
@@ -37,6 +41,23 @@
  *   gives it the new deadline (it lives on).  A cache that wants Redis's
  *   lazy expiry advances before it serves a request, or compares the
  *   deadline get returns with its own now.
+ *
+ * BORROWED KEYS
+ *   With borrow_keys, rota_keyed_set_at() and rota_keyed_set_in() keep the
+ *   `key` pointer they are given (for keys longer than 8 bytes) and read
+ *   through it to compare keys, to rehash and to hand the key to the expire
+ *   and drain callbacks.  The bytes must stay valid and unchanged for as
+ *   long as the entry is in the map: until it is removed, expires (the
+ *   expire callback still receives that pointer, and the map reads nothing
+ *   through it after the callback returns) or is drained.  A set on an
+ *   existing key takes the new pointer, so a caller that moves its copy
+ *   (a value reallocated) sets the key again with the new one before the
+ *   old goes; the other functions take any pointer to equal bytes and keep
+ *   nothing.  The map never writes or frees borrowed bytes, and they are
+ *   not in rota_keyed_stats()'s bytes.  rota_keyed_check() rehashes every
+ *   key, so bytes changed behind the map's back are reported (as a stored
+ *   hash that does not match its key) where they would otherwise make
+ *   lookups miss.
  *
  * EXPIRY
  *   An advance whose `now` reaches an entry's deadline removes the entry from
@@ -86,7 +107,8 @@
  *                            keys of up to 8 bytes included; 75 to 149
  *                            bytes an entry at load 3/4 to 3/8
  *     + longer keys          a block of the key's length (with glibc
- *                            malloc's 8 bytes, rounded up to 16)
+ *                            malloc's 8 bytes, rounded up to 16); none
+ *                            when borrowed (borrow_keys)
  *   With 8-byte keys the process grows by 117 bytes an entry at 1e6
  *   entries (just past load 3/4 of 2^20 slots) and 93 at 1e7 (measured
  *   with glibc malloc, one size per run).  A resize holds the old array
@@ -149,6 +171,9 @@ struct rota_keyed_config {
     /* ROTA_KEYED_SEED_SIZE secret bytes, or NULL to read them from
      * getrandom().  Give a fixed seed only for reproducible tests. */
     const void *seed;
+    /* Keep the caller's pointer to keys longer than 8 bytes instead of a
+     * copy (see BORROWED KEYS); false: copy them. */
+    bool borrow_keys;
 };
 
 /* Counters, O(1) to read. */

@@ -200,7 +200,8 @@ struct slot {
     uint32_t key_len;
     union {
         uint64_t word;      /* key_len <= 8: the bytes, zero-padded */
-        unsigned char *ptr; /* longer: the map's heap copy */
+        unsigned char *ptr; /* longer: the map's heap copy, or the
+                               caller's bytes (borrow_keys) */
     } key;
     void *value;
     struct rota_timer timer; /* pending iff the entry has a deadline */
@@ -224,7 +225,8 @@ struct rota_keyed {
     size_t expiring;
     uint64_t k0, k1;
     struct rota__fastkey fk; /* the fast hash's secrets, from (k0, k1) */
-    bool sip; /* switched to SipHash after a suspiciously long probe */
+    bool sip;    /* switched to SipHash after a suspiciously long probe */
+    bool borrow; /* long keys are the caller's bytes (borrow_keys) */
     struct rota_allocator alloc;
     rota_keyed_expire_fn *expire;
     void *arg;
@@ -272,8 +274,15 @@ static inline const unsigned char *key_bytes(const struct slot *s)
 
 static void free_key(struct rota_keyed *m, struct slot *s)
 {
-    if (s->key_len > INLINE_KEY)
+    if (s->key_len > INLINE_KEY && !m->borrow)
         mem_free(m, s->key.ptr, s->key_len);
+}
+
+/* A borrowed key is stored as the caller's pointer, never written through
+ * nor freed (the union has one pointer type for both kinds). */
+static inline unsigned char *borrowed(const void *key)
+{
+    return (unsigned char *)(uintptr_t)key;
 }
 
 /* -------------------------------------------------------------- table */
@@ -626,7 +635,9 @@ static void on_expire(struct rota_wheel *wheel, struct rota_timer *timer,
     const uint32_t len = s->key_len;
     void *const value = s->value;
     const uint64_t word = s->key.word;
-    unsigned char *const heap = len > INLINE_KEY ? s->key.ptr : NULL;
+    unsigned char *const far = len > INLINE_KEY ? s->key.ptr : NULL;
+    /* A borrowed key is the caller's: neither held nor freed here. */
+    const size_t held = far != NULL && !m->borrow ? len : 0;
 
     (void)late;
     erase(m, s);
@@ -634,14 +645,14 @@ static void on_expire(struct rota_wheel *wheel, struct rota_timer *timer,
     m->expired++;
     if (m->expire != NULL) {
         m->in_expire++;
-        m->held += heap != NULL ? len : 0;
-        m->expire(m, heap != NULL ? heap : (const void *)&word, len, value,
+        m->held += held;
+        m->expire(m, far != NULL ? far : (const void *)&word, len, value,
                   m->arg);
-        m->held -= heap != NULL ? len : 0;
+        m->held -= held;
         m->in_expire--;
     }
-    if (heap != NULL)
-        mem_free(m, heap, len);
+    if (held != 0)
+        mem_free(m, far, len);
     resize_work(m);
 }
 
@@ -685,6 +696,7 @@ int rota_keyed_create(struct rota_keyed **out,
     m->alloc = *alloc;
     m->expire = config->expire;
     m->arg = config->arg;
+    m->borrow = config->borrow_keys;
     m->bytes = sizeof *m;
     m->k0 = rota__sip_load64(seed);
     m->k1 = rota__sip_load64(seed + 8);
@@ -747,7 +759,9 @@ static int insert(struct rota_keyed *m, size_t end, uint32_t h, const void *key,
                   uint32_t len, void *value, uint64_t deadline)
 {
     unsigned char *heap = NULL;
-    if (len > INLINE_KEY) {
+    if (len > INLINE_KEY && m->borrow) {
+        heap = borrowed(key);
+    } else if (len > INLINE_KEY) {
         heap = mem_alloc(m, len);
         if (heap == NULL)
             return ROTA_ENOMEM;
@@ -755,7 +769,7 @@ static int insert(struct rota_keyed *m, size_t end, uint32_t h, const void *key,
     }
     struct slot *before = m->cur.slot;
     if (!room_for_one(m)) {
-        if (heap != NULL)
+        if (heap != NULL && !m->borrow)
             mem_free(m, heap, len);
         return ROTA_ENOMEM;
     }
@@ -798,6 +812,8 @@ static inline int set_at(struct rota_keyed *m, const void *key, size_t key_len,
         if (old_value != NULL)
             *old_value = s->value;
         s->value = value;
+        if (len > INLINE_KEY && m->borrow)
+            s->key.ptr = borrowed(key); /* the caller's newest copy */
         apply_deadline(m, s, deadline);
         return 1;
     }
@@ -1067,7 +1083,7 @@ static int check_table(const struct rota_keyed *m, const struct table *t,
             FAIL("a key appears twice");
         if (rota_timer_pending(&s->timer))
             c->expiring++;
-        if (s->key_len > INLINE_KEY)
+        if (s->key_len > INLINE_KEY && !m->borrow)
             c->bytes += s->key_len;
     }
     return 0;

@@ -1397,6 +1397,82 @@ TEST(own_timers_on_the_wheel)
     rota_keyed_destroy(map);
 }
 
+/* ------------------------------------------------------ borrowed keys */
+
+static const void *drained_key;
+
+static void note_drained(struct rota_keyed *map, const void *key, size_t len,
+                         void *value, void *arg)
+{
+    (void)map, (void)value, (void)arg;
+    if (len > 8)
+        drained_key = key;
+}
+
+/* With borrow_keys a long key is the caller's bytes: no block is taken
+ * for it, the newest pointer a set gave is the one kept (the old copy may
+ * be freed at once: ASan and valgrind see a read of it), callbacks get
+ * that pointer back, and a key changed behind the map's back is reported
+ * by the check (the planted fault). */
+TEST(borrowed_keys_are_kept_once_and_checked)
+{
+    struct log log = {0};
+    struct rota_keyed_config cfg = {
+        .expire = record, .arg = &log, .seed = seed_a, .borrow_keys = true};
+    struct rota_keyed *m = NULL;
+    if (!CHECK_EQ_INT(rota_keyed_create(&m, &cfg), 0))
+        return;
+    struct rota_keyed_stats empty, st;
+    rota_keyed_stats(m, &empty);
+
+    char *a = malloc(20), *b = malloc(20);
+    static char c[] = "a-key-of-20-bytes!!";
+    static char shortk[] = "short";
+    if (!CHECK(a != NULL && b != NULL))
+        return;
+    memcpy(a, "a-key-of-20-bytes!!", 20);
+    memcpy(b, a, 20);
+    CHECK_EQ_INT(rota_keyed_set_at(m, a, 20, (void *)1, 10, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_set_at(m, K(shortk), (void *)3, ROTA_NEVER, NULL),
+                 0);
+    rota_keyed_stats(m, &st);
+    CHECK_EQ_U64(st.bytes, empty.bytes + st.slots * 56); /* no key block */
+    /* Replaced through b: a is no longer read. */
+    void *old = NULL;
+    CHECK_EQ_INT(rota_keyed_set_at(m, b, 20, (void *)2, 10, &old), 1);
+    CHECK(old == (void *)1);
+    free(a);
+    CHECK_EQ_INT(rota_keyed_get(m, c, 20, &old, NULL), 1); /* equal bytes */
+    CHECK(old == (void *)2);
+    CHECK_EQ_INT(rota_keyed_check(m, NULL), 0);
+
+    /* The planted fault: the caller changes its bytes; the check says so. */
+    const char *why = NULL;
+    b[3] ^= 1;
+    CHECK_EQ_INT(rota_keyed_check(m, &why), ROTA_ECORRUPT);
+    CHECK(why != NULL &&
+          strcmp(why, "stored hash does not match the key") == 0);
+    b[3] ^= 1;
+    CHECK_EQ_INT(rota_keyed_check(m, NULL), 0);
+
+    /* Expiry hands back the caller's pointer; the map reads nothing after. */
+    CHECK_EQ_INT(rota_keyed_advance(m, 10), 1);
+    CHECK_EQ_INT(log.n, 1);
+    CHECK(log.f[0].value == (void *)2);
+    CHECK_EQ_INT(log.f[0].len, 20);
+    CHECK(memcmp(log.f[0].key, c, 19) == 0);
+    free(b);
+    CHECK_EQ_INT(rota_keyed_check(m, NULL), 0);
+
+    /* Drain too; and a long key set again after a remove borrows anew. */
+    CHECK_EQ_INT(rota_keyed_set_at(m, c, 20, (void *)4, ROTA_NEVER, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_drain(m, note_drained, NULL), 0);
+    CHECK(drained_key == (const void *)c);
+    rota_keyed_stats(m, &st);
+    CHECK_EQ_U64(st.bytes, empty.bytes);
+    CHECK_EQ_INT(rota_keyed_destroy(m), 0);
+}
+
 static const struct h_test tests[] = {
     H_TEST(create_and_destroy_check_their_arguments),
     H_TEST(invalid_arguments_return_einval),
@@ -1430,6 +1506,7 @@ static const struct h_test tests[] = {
     H_TEST(keys_of_every_length_up_to_300_bytes_are_kept_intact),
     H_TEST(deletion_shifts_cluster),
     H_TEST(operations_mid_resize),
+    H_TEST(borrowed_keys_are_kept_once_and_checked),
 };
 
 int main(int argc, char **argv)
