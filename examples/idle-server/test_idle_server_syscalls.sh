@@ -144,6 +144,10 @@ echo "$name: under strace: touches=$reads read=$n_read sendto=$n_send" \
 [ "$n_ctl" -le 20 ] || fail "$n_ctl epoll_ctl calls for 10 connections"
 [ "$n_settime" -le 60 ] || fail "$n_settime timerfd_settime calls"
 # One system call per touch would make `other` at least `reads` (>= 1000).
-[ "$other" -lt 400 ] ||
+# What a run pays once (the dynamic loader, a sanitizer's runtime: about
+# 450 calls under ASan) does not grow with the touches: the bound is a
+# tenth of them, and never below 400.
+limit=$((reads / 10 > 400 ? reads / 10 : 400))
+[ "$other" -lt "$limit" ] ||
     fail "$other system calls besides read/sendto/epoll_wait for $reads touches"
 echo "$name: PASS"
