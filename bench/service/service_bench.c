@@ -777,7 +777,8 @@ static void run_s3(const struct config *cfg)
                 continue;
             double gross = bench_median(v[impl][0], nv[impl]);
             add_row(s3_name[impl], wl[t], cfg->s3_reqs, "cpu_ns_per_req",
-                    impl == S3_NONE ? gross : bench_median(v[impl][3], nv[impl]));
+                    impl == S3_NONE ? gross
+                                    : bench_median(v[impl][3], nv[impl]));
             add_row(s3_name[impl], wl[t], cfg->s3_reqs, "cpu_gross_ns_per_req",
                     gross);
             add_row(s3_name[impl], wl[t], cfg->s3_reqs, "lat_p50_ns",

@@ -158,6 +158,10 @@ static struct rota_clock clk;
 static uint64_t real_due_ns[MAXF], real_fired_ns[MAXF];
 static int nreal;
 
+/* When the dispatch that fires a timer began: the catch-up spaces its
+ * calls, and a slow callback (valgrind) must not look like a burst. */
+static uint64_t real_call_ns[MAXF], call_ns;
+
 static void real_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
 {
     (void)w;
@@ -165,6 +169,7 @@ static void real_fire(struct rota_wheel *w, struct rota_timer *t, uint64_t late)
     if (nreal < MAXF) {
         real_due_ns[nreal] = rota_clock_ns(&clk, rota_timer_deadline(t));
         real_fired_ns[nreal] = mono_ns();
+        real_call_ns[nreal] = call_ns;
         nreal++;
     }
 }
@@ -200,6 +205,7 @@ TEST(catchup_real_loop_after_simulated_stall)
         struct epoll_event ev;
         rota_epoll_wait_ms(&et, &timeout);
         epoll_wait(ep, &ev, 1, timeout);
+        call_ns = mono_ns();
         rota_epoll_dispatch(&et);
     }
     CHECK_EQ_INT(nreal, 200);
@@ -207,11 +213,12 @@ TEST(catchup_real_loop_after_simulated_stall)
     for (int i = 0; i < nreal; i++) {
         if (real_fired_ns[i] < real_due_ns[i])
             early++;
-        /* Fires within 4 ms up to this one: calls are 5 ticks apart, more
-         * than 4 ms whichever way the clock rounds to ticks. */
+        /* Fires whose dispatch began within 3 ms before this one's: calls
+         * are 5 ticks apart, more than 4 ms whichever way the clock rounds
+         * to ticks, and the clock is read a little after call_ns. */
         int in_window = 0;
         for (int j = 0; j <= i; j++)
-            if (real_fired_ns[i] - real_fired_ns[j] < 4 * ms)
+            if (real_call_ns[i] - real_call_ns[j] < 3 * ms)
                 in_window++;
         if (in_window > max_in_window)
             max_in_window = in_window;
@@ -219,8 +226,8 @@ TEST(catchup_real_loop_after_simulated_stall)
     uint64_t spread = real_fired_ns[nreal - 1] - real_fired_ns[0];
     rota_catchup_stats(&c, &st);
     printf("  200 overdue timers after a %.0f ms stall: spread over %.1f ms, "
-           "at most %d in 4 ms; stats: %" PRIu64 " stall of %" PRIu64
-           " ticks, %" PRIu64 " overdue\n",
+           "at most %d from calls within 3 ms; stats: %" PRIu64
+           " stall of %" PRIu64 " ticks, %" PRIu64 " overdue\n",
            300.0, (double)spread / 1e6, max_in_window, st.stalls, st.last_stall,
            st.overdue);
     CHECK_EQ_INT(early, 0);
