@@ -1436,7 +1436,8 @@ TEST(borrowed_keys_are_kept_once_and_checked)
     CHECK_EQ_INT(rota_keyed_set_at(m, K(shortk), (void *)3, ROTA_NEVER, NULL),
                  0);
     rota_keyed_stats(m, &st);
-    CHECK_EQ_U64(st.bytes, empty.bytes + st.slots * 56); /* no key block */
+    CHECK_EQ_U64(st.bytes,
+                 empty.bytes + st.slots * SLOT_BYTES); /* no key block */
     /* Replaced through b: a is no longer read. */
     void *old = NULL;
     CHECK_EQ_INT(rota_keyed_set_at(m, b, 20, (void *)2, 10, &old), 1);
