@@ -45,8 +45,8 @@
  *   Client buffers are not counted (they are bounded on their own; Redis
  *   counts them).
  *
- *   Growth is counted before it happens.  The map's table doubles at load
- *   3/4, the new table allocated beside the old one, and the arrays double
+ *   Growth is counted before it happens.  The map's table grows by half at
+ *   load 3/4, the new table allocated beside the old one, and the arrays double
  *   when full: with small keys that is a third of used memory arriving in
  *   one insert, and evicting room for it at once took a fifth of the keys
  *   in one command (5,858 keys for 100 SETs at 16 MB; 84,405 at 128 MB),
@@ -55,8 +55,8 @@
  *   growth (rota_keyed_next_growth() says when and how much): nothing
  *   until the count is within a sixth of the growth point, then a share
  *   with each key, the whole of it at that point.  Each SET in that stretch
- *   evicts a few keys more than its own bytes need (about 900 bytes'
- *   worth on x86-64), and the table doubles only if memory for it was
+ *   evicts a few keys more than its own bytes need (about 700 bytes'
+ *   worth on x86-64), and the table grows only if memory for it was
  *   found; otherwise the count settles below the growth point, the table
  *   at load 5/8 to 3/4.  Used memory, as INFO reports it, is never more
  *   than what was counted, so noeviction keeps the bound too.
@@ -232,8 +232,8 @@ static void on_expire(struct rota_keyed *map, const void *key, size_t len,
 }
 
 /*
- * The map's allocator.  Its tables are its only big blocks (72 bytes a
- * slot: 151 MB for 2^21 slots), and the map frees an old table in one call
+ * The map's allocator.  Its tables are its only big blocks (56 bytes a
+ * slot: 84 MB for 1.5 million slots), and the map frees an old table in one call
  * when a resize ends, which the kernel makes pay for every page (12 ms for
  * that table, in the middle of a mass expiry).  So blocks of BIG_BLOCK
  * bytes or more are mapped here and, when freed, unmapped UNMAP_SLICE
