@@ -52,7 +52,7 @@
 /* No expiry, as Redis's getExpire() says. */
 #define NO_EXPIRE (-1LL)
 
-/* No position in an index (struct value's vol_idx). */
+/* No position in the index (a bound on struct value's all_idx). */
 #define NO_INDEX UINT32_MAX
 
 /*
@@ -66,8 +66,6 @@ struct value {
     long long when;   /* expiry, unix time in ms, or NO_EXPIRE */
     size_t len;       /* value bytes at data[key_len] */
     uint32_t all_idx; /* position in the index of all keys */
-    uint32_t vol_idx; /* position in the index of keys with a TTL, or
-                         NO_INDEX */
     uint32_t lru;     /* S.now_tick (monotonic ms) of the last access, mod
                          2^32: idle times are exact up to 49 days */
     uint32_t key_len; /* key bytes at data[0] */
@@ -156,10 +154,10 @@ struct server {
     struct rota_clock clock;
     uint64_t now_tick;  /* monotonic ms, refreshed before each command */
     long long now_ms;   /* unix time in ms, refreshed with now_tick */
-    struct value **all; /* every key (SCAN, allkeys-* eviction) */
+    struct value **all; /* every key (SCAN, eviction) */
     size_t all_len, all_cap;
-    struct value **vol; /* keys with a TTL (volatile-* eviction) */
-    size_t vol_len, vol_cap;
+    size_t vol_len;     /* keys with a TTL (volatile-* eviction samples
+                           them from `all`) */
     size_t value_bytes; /* memory held by values, as allocated */
     uint64_t rng;
 

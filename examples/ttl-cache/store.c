@@ -30,8 +30,8 @@
  *
  * THE INDEX
  *   rota's keyed map has no iteration, and SCAN and eviction need "a key
- *   at position i".  Two dense arrays of value pointers give that: every
- *   key, and the keys with a TTL.  Each value knows its positions; removal
+ *   at position i".  A dense array of value pointers gives that, every
+ *   key in it.  Each value knows its position; removal
  *   moves the last element into the hole (O(1)).  SCAN walks the array of
  *   all keys from its end towards 0, the cursor being the next position to
  *   read plus one: an element only ever moves from the end (already
@@ -41,12 +41,12 @@
  *
  * MEMORY AND EVICTION
  *   Used memory is the dataset: the map's own bytes (rota_keyed_stats()),
- *   each value's block rounded as malloc rounds it, and the two arrays.
+ *   each value's block rounded as malloc rounds it, and the array.
  *   Client buffers are not counted (they are bounded on their own; Redis
  *   counts them).
  *
- *   Growth is counted before it happens.  The map's table doubles at load
- *   3/4, the new table allocated beside the old one, and the arrays double
+ *   Growth is counted before it happens.  The map's table grows by half at
+ *   load 3/4, the new table allocated beside the old one, and the arrays double
  *   when full: with small keys that is a third of used memory arriving in
  *   one insert, and evicting room for it at once took a fifth of the keys
  *   in one command (5,858 keys for 100 SETs at 16 MB; 84,405 at 128 MB),
@@ -55,8 +55,8 @@
  *   growth (rota_keyed_next_growth() says when and how much): nothing
  *   until the count is within a sixth of the growth point, then a share
  *   with each key, the whole of it at that point.  Each SET in that stretch
- *   evicts a few keys more than its own bytes need (about 900 bytes'
- *   worth on x86-64), and the table doubles only if memory for it was
+ *   evicts a few keys more than its own bytes need (about 700 bytes'
+ *   worth on x86-64), and the table grows only if memory for it was
  *   found; otherwise the count settles below the growth point, the table
  *   at load 5/8 to 3/4.  Used memory, as INFO reports it, is never more
  *   than what was counted, so noeviction keeps the bound too.
@@ -65,7 +65,10 @@
  *   as Redis does, by sampling: --maxmemory-samples random keys (of all,
  *   or of those with a TTL) join a pool of the 16 best candidates seen so
  *   far, and the best of the pool goes (least recently used, or nearest
- *   expiry for volatile-ttl), until memory fits.  This approximates the
+ *   expiry for volatile-ttl), until memory fits.  The keys with a TTL
+ *   have no array of their own (it cost 8 bytes a key): volatile-*
+ *   policies draw from the array of all keys and keep the keys with a
+ *   TTL (sample_volatile()).  This approximates the
  *   exact order closely while costing a few probes per eviction; the
  *   wheel does know the exact next expiry, but not which key it belongs
  *   to through rota's public API, and an exact LRU list would cost two
@@ -153,16 +156,6 @@ static bool array_reserve(struct value ***arr, size_t len, size_t *cap)
     return true;
 }
 
-static bool array_push(struct value ***arr, size_t *len, size_t *cap,
-                       struct value *v, uint32_t *idx)
-{
-    if (!array_reserve(arr, *len, cap))
-        return false;
-    *idx = (uint32_t)*len;
-    (*arr)[(*len)++] = v;
-    return true;
-}
-
 static void all_remove(struct value *v)
 {
     struct value *last = S.all[--S.all_len];
@@ -170,19 +163,18 @@ static void all_remove(struct value *v)
     last->all_idx = v->all_idx;
 }
 
-/* The sum of `when` over the keys in S.vol, so that INFO's avg_ttl costs
- * O(1) (exact while the sum stays below 2^64 ms). */
+/* The sum of `when` over the keys with a TTL (S.vol_len of them), so
+ * that INFO's avg_ttl costs O(1) (exact while the sum stays below 2^64
+ * ms). */
 static long double vol_when_sum;
 
-static void vol_remove(struct value *v)
+/* Count v's expiry out of S.vol_len and vol_when_sum. */
+static void vol_remove(const struct value *v)
 {
-    if (v->vol_idx == NO_INDEX)
+    if (v->when == NO_EXPIRE)
         return;
     vol_when_sum -= v->when;
-    struct value *last = S.vol[--S.vol_len];
-    S.vol[v->vol_idx] = last;
-    last->vol_idx = v->vol_idx;
-    v->vol_idx = NO_INDEX;
+    S.vol_len--;
 }
 
 /* The monotonic deadline for a unix-ms expiry: the first tick after it. */
@@ -232,8 +224,8 @@ static void on_expire(struct rota_keyed *map, const void *key, size_t len,
 }
 
 /*
- * The map's allocator.  Its tables are its only big blocks (72 bytes a
- * slot: 151 MB for 2^21 slots), and the map frees an old table in one call
+ * The map's allocator.  Its tables are its only big blocks (56 bytes a
+ * slot: 84 MB for 1.5 million slots), and the map frees an old table in one call
  * when a resize ends, which the kernel makes pay for every page (12 ms for
  * that table, in the middle of a mass expiry).  So blocks of BIG_BLOCK
  * bytes or more are mapped here and, when freed, unmapped UNMAP_SLICE
@@ -328,9 +320,8 @@ static void index_reset(void)
 {
     pool_len = 0;
     free(S.all);
-    free(S.vol);
-    S.all = S.vol = NULL;
-    S.all_len = S.vol_len = S.all_cap = S.vol_cap = 0;
+    S.all = NULL;
+    S.all_len = S.vol_len = S.all_cap = 0;
     vol_when_sum = 0;
 }
 
@@ -353,8 +344,6 @@ static struct {
     struct rota_keyed *map; /* NULL: nothing pending */
     struct value **all;     /* the old map's values: all[0, len) */
     size_t len, cap;
-    struct value **vol; /* the old index of keys with a TTL, and its */
-    size_t vol_cap;     /* capacity: freed with the rest (8 MB a million) */
 } lazy;
 
 /* Free up to `n` of the pending values (SIZE_MAX: all); true when some
@@ -372,7 +361,6 @@ static bool lazy_free(size_t n)
         return true;
     rota_keyed_destroy(lazy.map);
     free(lazy.all);
-    free(lazy.vol);
     lazy.map = NULL;
     return false;
 }
@@ -393,9 +381,7 @@ void store_flush_async(void)
     lazy.all = S.all;
     lazy.len = S.all_len;
     lazy.cap = S.all_cap;
-    lazy.vol = S.vol;
-    lazy.vol_cap = S.vol_cap;
-    S.all = S.vol = NULL; /* handed over: index_reset() must not free them */
+    S.all = NULL; /* handed over: index_reset() must not free it */
     S.map = fresh;
     index_reset();
 }
@@ -473,14 +459,11 @@ struct value *store_lookup(const char *key, size_t len)
 static void set_volatile(struct value *v, long long when)
 {
     pool_remove(v); /* its score changes */
-    if (when == NO_EXPIRE)
-        vol_remove(v);
-    else if (v->vol_idx != NO_INDEX)
-        vol_when_sum += (long double)when - v->when;
-    else if (array_push(&S.vol, &S.vol_len, &S.vol_cap, v, &v->vol_idx))
+    vol_remove(v);
+    if (when != NO_EXPIRE) {
         vol_when_sum += when;
-    else
-        v->vol_idx = NO_INDEX; /* not sampled by volatile-*: no harm */
+        S.vol_len++;
+    }
     v->when = when;
 }
 
@@ -514,7 +497,6 @@ struct value *store_set(const char *key, size_t klen, const void *val,
     if (vlen > 0)
         memcpy(v->data + klen, val, vlen);
     v->lru = (uint32_t)S.now_tick;
-    v->vol_idx = NO_INDEX;
     v->when = NO_EXPIRE;
 
     void *prev = NULL;
@@ -530,10 +512,7 @@ struct value *store_set(const char *key, size_t klen, const void *val,
             S.expired++; /* its time had passed: reclaimed by this write */
         v->all_idx = old->all_idx;
         S.all[v->all_idx] = v;
-        v->vol_idx = old->vol_idx;
-        if (v->vol_idx != NO_INDEX)
-            S.vol[v->vol_idx] = v;
-        v->when = old->when;
+        v->when = old->when; /* its expiry is counted: v takes it over */
         pool_remove(old);
         value_free(old);
     } else {
@@ -586,8 +565,6 @@ struct value *store_append(struct value *v, const void *p, size_t n)
     rota_keyed_set_at(S.map, nv->data, nv->key_len, nv, deadline_of(nv->when),
                       NULL);
     S.all[nv->all_idx] = nv;
-    if (nv->vol_idx != NO_INDEX)
-        S.vol[nv->vol_idx] = nv;
     pool_remove(v);
     free(v);
     S.value_bytes += value_size(nv) - old_size;
@@ -619,11 +596,10 @@ size_t store_used_memory(void)
 {
     struct rota_keyed_stats st;
     rota_keyed_stats(S.map, &st);
-    size_t used = st.bytes + S.value_bytes +
-                  (S.all_cap + S.vol_cap) * sizeof(struct value *);
+    size_t used = st.bytes + S.value_bytes + S.all_cap * sizeof(struct value *);
     if (lazy.map != NULL) {
         rota_keyed_stats(lazy.map, &st);
-        used += st.bytes + (lazy.cap + lazy.vol_cap) * sizeof *lazy.all;
+        used += st.bytes + lazy.cap * sizeof *lazy.all;
     }
     if (used > S.peak_memory)
         S.peak_memory = used;
@@ -645,14 +621,13 @@ static size_t ramp(size_t count, size_t at, size_t bytes)
 }
 
 /* Used memory plus what the next growths of the map's table and of the
- * two index arrays will add (see MEMORY AND EVICTION). */
+ * index array will add (see MEMORY AND EVICTION). */
 static size_t counted_memory(void)
 {
     size_t at, bytes;
     rota_keyed_next_growth(S.map, &at, &bytes);
     return store_used_memory() + ramp(rota_keyed_count(S.map), at, bytes) +
-           ramp(S.all_len, S.all_cap + 1, S.all_cap * sizeof *S.all) +
-           ramp(S.vol_len, S.vol_cap + 1, S.vol_cap * sizeof *S.vol);
+           ramp(S.all_len, S.all_cap + 1, S.all_cap * sizeof *S.all);
 }
 
 /*
@@ -701,20 +676,59 @@ static void pool_offer(struct value *v)
     pool_len++;
 }
 
+/* Draws from the index of all keys before sample_volatile() walks it. */
+#define VOLATILE_DRAWS 64
+
+/*
+ * A random key with a TTL.  There is no index of them (it cost 8 bytes a
+ * key): draws from the index of all keys are kept only when the key has a
+ * TTL, which picks uniformly among those keys, and when VOLATILE_DRAWS
+ * draws find none (such keys are rare) a walk from a random place takes
+ * the first one, O(keys) at worst.  NULL when no key has a TTL.
+ */
+static struct value *sample_volatile(void)
+{
+    if (S.vol_len == 0 || S.all_len == 0)
+        return NULL;
+    for (unsigned i = 0; i < VOLATILE_DRAWS; i++) {
+        struct value *v = S.all[rng_next() % S.all_len];
+        if (v->when != NO_EXPIRE)
+            return v;
+    }
+    size_t start = (size_t)(rng_next() % S.all_len);
+    for (size_t i = 0; i < S.all_len; i++) {
+        struct value *v = S.all[(start + i) % S.all_len];
+        if (v->when != NO_EXPIRE)
+            return v;
+    }
+    return NULL;
+}
+
+/* One sample for the policy: any key, or one with a TTL. */
+static struct value *sample(bool volatile_only)
+{
+    if (volatile_only)
+        return sample_volatile();
+    return S.all_len == 0 ? NULL : S.all[rng_next() % S.all_len];
+}
+
 /* The victim for the policy, or NULL when there is none. */
 static struct value *pick_victim(void)
 {
     bool volatile_only = S.policy == POLICY_VOLATILE_LRU ||
                          S.policy == POLICY_VOLATILE_RANDOM ||
                          S.policy == POLICY_VOLATILE_TTL;
-    struct value **arr = volatile_only ? S.vol : S.all;
-    size_t len = volatile_only ? S.vol_len : S.all_len;
-    if (len == 0 || S.policy == POLICY_NOEVICTION)
+    if (S.policy == POLICY_NOEVICTION)
+        return NULL;
+    struct value *v = sample(volatile_only);
+    if (v == NULL)
         return NULL;
     if (S.policy == POLICY_ALLKEYS_RANDOM || S.policy == POLICY_VOLATILE_RANDOM)
-        return arr[rng_next() % len];
-    for (unsigned i = 0; i < S.maxmemory_samples; i++)
-        pool_offer(arr[rng_next() % len]);
+        return v;
+    pool_offer(v);
+    for (unsigned i = 1; i < S.maxmemory_samples; i++)
+        if ((v = sample(volatile_only)) != NULL)
+            pool_offer(v);
     return pool[pool_len - 1];
 }
 

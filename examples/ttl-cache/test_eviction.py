@@ -6,7 +6,7 @@
 
 Small keys and values (12-byte keys, 20-byte values, a TTL), the case in
 which the key table is most of the memory, sent in batches of 100 SETs,
-each followed by INFO.  The table doubles at 3/4 load, and the new table
+each followed by INFO.  The table grows by half at 3/4 load, and the new table
 is allocated beside the old one: memory that a cache must have counted
 before it comes, or one command pays for all of it.
 

@@ -11,6 +11,8 @@ For each policy the cache is started with a 4 MB bound and filled with
     makes room again;
   - volatile-ttl: only keys with a TTL are evicted, those nearest to
     expiry first; once none is left, writes get -OOM;
+  - volatile-lru and volatile-random, with keys with a TTL a few percent
+    of all keys: each SET with a TTL evicts one of them, never another;
   - allkeys-lru: keys read recently survive, keys never read go;
   - every policy: after any command, INFO memory's used_memory is within
     maxmemory, and INFO reports the bound, the policy and evicted_keys.
@@ -112,6 +114,29 @@ t.check(all(r == b":1\r\n" for r in
 within_bound(c, "volatile-ttl after OOM", 256 << 10)
 c.close()
 t.equal(srv.stop(), 0, "exit status 0")
+
+# ------------------------------------ volatile-*, keys with a TTL rare
+# The keys with a TTL are a few percent of the keys, so random draws
+# from all keys often find none and the cache walks to one: every SET
+# with a TTL must still evict one of them, never a persistent key.
+for policy in ("volatile-lru", "volatile-random"):
+    srv = start(policy)
+    c = srv.connect()
+    pipeline(c, [("SET", "p%d" % i, VALUE) for i in range(3400)])
+    replies = pipeline(c, [("SET", "v%d" % i, VALUE, "EX", 100000)
+                           for i in range(3000)])
+    t.check(all(r == b"+OK\r\n" for r in replies),
+            "%s, rare TTLs: every SET with a TTL ran" % policy)
+    within_bound(c, policy + ", rare TTLs")
+    persistent = pipeline(c, [("EXISTS", "p%d" % i) for i in range(3400)])
+    t.check(all(r == b":1\r\n" for r in persistent),
+            "%s, rare TTLs: no key without a TTL evicted" % policy)
+    alive = sum(r == b":1\r\n" for r in
+                pipeline(c, [("EXISTS", "v%d" % i) for i in range(3000)]))
+    t.check(0 < alive < 3000 * 0.1,
+            "%s, rare TTLs: %d keys with a TTL held" % (policy, alive))
+    c.close()
+    t.equal(srv.stop(), 0, "exit status 0")
 
 # ----------------------------------------------------------- allkeys-lru
 srv = start("allkeys-lru")

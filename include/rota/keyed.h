@@ -96,7 +96,8 @@
  *   deadline is as it was; a failed table growth is not an error (the map
  *   works on at a higher load and tries again on a later insert, and
  *   refuses an insert only when a single empty slot is left).  The table
- *   grows at load 3/4 and shrinks below 1/8 in steps: each insert, removal
+ *   grows at load 3/4 to half as large again (load 1/2) and shrinks below
+ *   1/8 in steps: each insert, removal
  *   or expiry empties 64 slots of the new table, then moves eight entries
  *   into it, so no single call pays for rehashing a million keys (the
  *   worst seen inserting 1e7 keys: about 40 ms, the allocator freeing the
@@ -104,15 +105,15 @@
  *
  *   Measured on x86-64 (the test suite checks the slot size):
  *     slot                   56 bytes (32 of them the struct rota_timer),
- *                            keys of up to 8 bytes included; 75 to 149
- *                            bytes an entry at load 3/4 to 3/8
+ *                            keys of up to 8 bytes included; 75 to 112
+ *                            bytes an entry at load 3/4 to 1/2
  *     + longer keys          a block of the key's length (with glibc
  *                            malloc's 8 bytes, rounded up to 16); none
  *                            when borrowed (borrow_keys)
- *   With 8-byte keys the process grows by 117 bytes an entry at 1e6
- *   entries (just past load 3/4 of 2^20 slots) and 93 at 1e7 (measured
- *   with glibc malloc, one size per run).  A resize holds the old array
- *   and the new one at once (1.4 GB at 1e7 keys).
+ *   The table is 98, 111, 84 and 96 bytes an entry at 1e4, 1e5, 1e6 and
+ *   1e7 entries (17,434 to 17,176,657 slots; 92 on average over sizes
+ *   from 1e5 to 1e7).  A resize holds the old array and the new one at
+ *   once (1.6 GB as it passes 8.6 million keys).
  *
  * HASHING
  *   Keys are hashed under a 128-bit secret seed, given in the config or read
@@ -296,8 +297,8 @@ ROTA_API void rota_keyed_stats(const struct rota_keyed *map,
 /*
  * The table's next growth, for a caller that keeps its memory under a
  * bound (see MEMORY): once the count reaches *at_count (by an insert, with
- * no resize running), the map allocates *bytes more for a table twice the
- * size, held beside the current one until the resize ends.  A caller that
+ * no resize running), the map allocates *bytes more for a table half as
+ * large again, held beside the current one until the resize ends.  A caller that
  * counts a share of *bytes with each insert as the count approaches
  * *at_count has counted all of it when the growth comes, so no single call
  * makes its memory jump.  While a resize runs, the growth after it; with

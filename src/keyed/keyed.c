@@ -14,7 +14,7 @@
  *   dependent touches.
  *
  * THE STRUCTURE
- *   One array of 56-byte slots, linear probing, a power of two long.  A
+ *   One array of 56-byte slots, linear probing, any length from 8 up.  A
  *   slot holds the whole entry: a 32-bit hash (its top bit always set, so
  *   0 marks an empty slot and 1 a TOMB, below), the key length, the key
  *   (up to 8 bytes in the slot, zero-padded and compared as one word;
@@ -28,8 +28,13 @@
  *   prefetches.  A long key costs a second miss, only when the stored
  *   hash already matched.
  *
- *   The table grows at load 3/4 (linear probing then compares 2.5 slots a
- *   hit on average) to load 3/8, and shrinks below 1/8 to at most 1/2.
+ *   A key's home slot is its hash's low 31 bits scaled to the table
+ *   (h * size >> 31, a multiply and a shift) rather than masked, so the
+ *   table may have any size and grows by half instead of doubling.  The
+ *   table grows at load 3/4 (linear probing then compares 2.5 slots a hit
+ *   on average) to load 1/2, and shrinks below 1/8 to at most 1/2: it
+ *   spends 75 to 112 bytes an entry where doubling spent 75 to 149 (see
+ *   ALTERNATIVES REJECTED).
  *   Deletion is the backward shift (Knuth's algorithm R): the entries after
  *   the hole that may move closer to their home slot are moved into it, so
  *   there are no tombstones in the current table and probes stay as short
@@ -75,7 +80,7 @@
  *   insert, removal or expiry:
  *     1. The next table is allocated (not zeroed) and ZERO_PER_STEP of its
  *        slots are made empty per step; the map works on in the current
- *        table meanwhile (a growth reaches load 0.78 before it is ready).
+ *        table meanwhile (a growth reaches load 0.77 before it is ready).
  *     2. The ready table becomes current and the old one is migrated in
  *        slot order, MOVES_PER_STEP entries (passing at most
  *        VISITS_PER_STEP slots) per step.  A migrated or removed entry of
@@ -84,29 +89,32 @@
  *        lookup probes the current table, then the old one: two misses for
  *        keys not yet migrated, only while a migration runs.  The old
  *        table is freed when the cursor reaches its end.
- *   A growth starts at 3/4 of S slots, with 2 S slots to empty (S/32
+ *   A growth starts at 3/4 of S slots, with 1.5 S slots to empty (3/128 S
  *   steps) and 0.75 S entries to move (3/32 S steps): the inserts made
- *   meanwhile bring the new table to load 0.44 at most, so one growth ends
+ *   meanwhile bring the new table to load 0.58 at most, so one growth ends
  *   long before the next is due (a shrink likewise).  Eight moves a step
  *   (each a relocate: two random writes) keep the stretch short in which
  *   lookups may take two misses and both tables hold memory: a map filled
- *   to 1e6 keys has finished the growth it began at 786,433.  The worst
+ *   to 1e6 keys has finished the growth it began at 753,983.  The worst
  *   single call measured inserting 1e7 keys is then 36 to 47 ms, and
  *   removing them all 72 to 79 ms: the allocator returning a whole old
  *   table (glibc unmaps 0.6 or 1.2 GB), which no step can split.  Should
  *   the current table ever be one entry from full (a growth the allocator
  *   refused, or inserts that outran a shrink), the insert finishes the
  *   resize in progress and makes one at once.  Memory peaks at the old
- *   table plus the new (1.8 GB at 1e7 8-byte keys).
+ *   table plus the new (1.6 GB as a map of 8-byte keys passes 8.6
+ *   million).
  *
  * INSTRUCTIONS COUNT TOO
  *   Counting misses is not enough: the CPU overlaps this operation's misses
  *   with the next operation's only when the instructions between them fit
  *   its reorder window (a few hundred), and a 1e5-key table sits in the L3,
  *   where the path length is the cost.  So a set or move is one call: hash
- *   and probe are inlined into it, no public function calls another (they
- *   are interposable symbols in the shared library, so the compiler may not
- *   inline them), the fast hash's secrets are derived once at create, and a
+ *   and probe are inlined into it (forced: the compiler left the probe out
+ *   of line, 35 instructions a set), no public function calls another
+ *   (they are interposable symbols in the shared library, so the compiler
+ *   may not inline them), the fast hash's secrets are derived once at
+ *   create, the map's time is read from the wheel without a call, and a
  *   deadline costs one wheel call (touch; arm only when touch says the
  *   timer was idle).
  *
@@ -135,7 +143,7 @@
  *   chaining at random (a run is a cluster, not a bucket): the longest
  *   probe at load 3/4 was 50 slots at 2^10, 160 at 2^20 and 220 at 2^24
  *   in simulation (about 380 at 2^24 at load 0.8; a growth in steps
- *   reaches 0.78), so the bound grows with the table (64 + 32 log2 size: 384 at
+ *   reaches 0.77), so the bound grows with the table (64 + 32 log2 size: 384 at
  *   2^10, 832 at 2^24).  Keys chosen to collide in the fast hash's
  *   low bits pile into one cluster and cross it after a few hundred
  *   inserts; the map then rebuilds the table once, at once, under the
@@ -148,8 +156,19 @@
  *     design): two dependent misses per lookup (bucket, then entry), and
  *     W6 at 1e6 keys took about 0.7 of the rounds baseline's time against
  *     about 0.4 now.  It used less memory (104 bytes an entry at 1e6 with
- *     glibc, against 151 here, where 1e6 keys fall just past load 3/4 of
- *     2^20 slots; 120 at 1e7).
+ *     glibc, against 151 for this table when it doubled, 1e6 keys falling
+ *     just past load 3/4 of 2^20 slots; 120 at 1e7).
+ *   - Doubling the table (this layer's previous growth): load 3/8 to 3/4,
+ *     117 bytes of table an entry at 1e6 keys (2^21 slots) against 84
+ *     growing by half (1,507,965 slots), 109 against 92 on average over
+ *     sizes from 1e5 to 1e7; the TTL cache example at a million small
+ *     keys went from 214 to 181 bytes a key.  Growing by half moves each entry about
+ *     twice in its life instead of once, and the higher mean load
+ *     lengthens probes a little: counted in W6 at 1e3 keys, set took 211
+ *     instructions and 217 after, remove 221 and 291 (more backward
+ *     shifts at load 0.65 than at 0.49).  Inlining the probe into each
+ *     public call and reading the wheel's time without a call then
+ *     brought set to 183, move to 152 (from 162) and remove to 280.
  *   - Open addressing with {tag, pointer} slots: the same two dependent
  *     misses as chaining.
  *   - Rehashing all at once: 3.6 s in one call at 1e7 keys (see RESIZING
@@ -177,7 +196,7 @@
 
 #include "keyed_hash.h"
 
-/* The smallest table; a power of two. */
+/* The smallest table. */
 #define MIN_SLOTS 8u
 /* The largest: a slot's index is taken from the stored hash's low 31 bits. */
 #define MAX_SLOTS ((size_t)1 << 31)
@@ -209,7 +228,7 @@ struct slot {
 
 struct table {
     struct slot *slot;
-    size_t size; /* a power of two, or 0 for no table */
+    size_t size; /* at least MIN_SLOTS, or 0 for no table */
 };
 
 struct rota_keyed {
@@ -329,6 +348,20 @@ static inline bool in_table(const struct table *t, const struct slot *s)
     return (uintptr_t)s - (uintptr_t)t->slot < t->size * sizeof *s;
 }
 
+/* The home slot of hash h in a table of `size` slots: the hash's low 31
+ * bits scaled to the size (a multiply and a shift, for any size, where a
+ * mask needs a power of two; see THE STRUCTURE). */
+static inline size_t home_of(uint32_t h, size_t size)
+{
+    return (size_t)(((uint64_t)(h & ~OCCUPIED) * size) >> 31);
+}
+
+/* The slot after i, wrapping at the table's end. */
+static inline size_t next_of(size_t i, size_t size)
+{
+    return i + 1 == size ? 0 : i + 1;
+}
+
 /* Probe one table for the key: its slot, or NULL and in *end the empty
  * slot that ends the probe.  TOMB slots (only in the old table) are passed
  * over.  *walked receives the slots compared. */
@@ -336,11 +369,11 @@ static inline struct slot *probe(const struct table *t, uint32_t h,
                                  uint64_t word, const void *key, uint32_t len,
                                  size_t *end, size_t *walked)
 {
-    const size_t mask = t->size - 1;
-    size_t i = h & mask, n = 0;
+    const size_t size = t->size;
+    size_t i = home_of(h, size), n = 0;
     struct slot *found = NULL;
 
-    for (;; i = (i + 1) & mask) {
+    for (;; i = next_of(i, size)) {
         struct slot *s = &t->slot[i];
         if (s->hash == 0)
             break;
@@ -391,10 +424,10 @@ static inline void move_slot(struct rota_keyed *m, struct slot *from,
 /* The first empty slot from the home of hash h in table t. */
 static inline size_t empty_slot(const struct table *t, uint32_t h)
 {
-    const size_t mask = t->size - 1;
-    size_t i = h & mask;
+    const size_t size = t->size;
+    size_t i = home_of(h, size);
     while (t->slot[i].hash != 0)
-        i = (i + 1) & mask;
+        i = next_of(i, size);
     return i;
 }
 
@@ -409,16 +442,19 @@ static void erase(struct rota_keyed *m, struct slot *s)
         s->hash = TOMB;
         return;
     }
-    const size_t mask = m->cur.size - 1;
+    const size_t size = m->cur.size;
     size_t i = (size_t)(s - m->cur.slot), j = i;
     s->hash = 0;
     for (;;) {
-        j = (j + 1) & mask;
+        j = next_of(j, size);
         struct slot *t = &m->cur.slot[j];
         if (t->hash == 0)
             break;
-        /* t may fill the hole unless its home lies in (i, j]. */
-        if (((j - (t->hash & mask)) & mask) >= ((j - i) & mask)) {
+        /* t may fill the hole unless its home lies in (i, j], read
+         * cyclically (j < i once the probe has wrapped). */
+        size_t home = home_of(t->hash, size);
+        bool between = i <= j ? home > i && home <= j : home > i || home <= j;
+        if (!between) {
             move_slot(m, t, &m->cur.slot[i]);
             i = j;
         }
@@ -477,7 +513,20 @@ static inline bool resizing(const struct rota_keyed *m)
     return (m->next.size | m->old.size) != 0;
 }
 
-/* Start a resize when the load passes 3/4 (to twice the size) or falls
+/* The count a table of `size` slots grows past (load 3/4), and the size
+ * it grows to (half as large again, at most MAX_SLOTS; see THE
+ * STRUCTURE). */
+static inline size_t grow_at(size_t size)
+{
+    return size / 4 * 3 + size % 4 * 3 / 4;
+}
+
+static inline size_t grown(size_t size)
+{
+    return size >= MAX_SLOTS / 3 * 2 ? MAX_SLOTS : size + size / 2;
+}
+
+/* Start a resize when the load passes 3/4 (to 1.5 times the size) or falls
  * below 1/8 (to load 1/4 to 1/2) and the allocator gives the new table;
  * otherwise go on with the current one. */
 static void maybe_resize(struct rota_keyed *m)
@@ -486,10 +535,10 @@ static void maybe_resize(struct rota_keyed *m)
 
     if (resizing(m) || size == 0)
         return;
-    if (m->count > size / 4 * 3) {
+    if (m->count > grow_at(size)) {
         if (size >= MAX_SLOTS)
             return;
-        want = size * 2;
+        want = grown(size);
     } else if (size > MIN_SLOTS && m->count < size / 8) {
         want = MIN_SLOTS;
         while (want < m->count * 2)
@@ -538,7 +587,7 @@ static bool room_for_one(struct rota_keyed *m)
 
 /* The longest probe random keys make grows with log(size): in
  * simulation 50 slots at 2^10, 160 at 2^20 and 220 at 2^24 at load 3/4,
- * 70, 200 and 380 at load 0.8 (a growth reaches 0.78 before the new table
+ * 70, 200 and 380 at load 0.8 (a growth reaches 0.77 before the new table
  * is ready; 300 to 330 seen at 2^24 inserting 1e7 keys).  One over this
  * says keys were chosen to collide. */
 static inline size_t flood_probe(size_t size)
@@ -577,21 +626,33 @@ static void rehash_with_siphash(struct rota_keyed *m)
 /* find() for the calls that may change the map: track the longest probe
  * and switch hashes when it says keys were chosen to collide.  The map
  * must have a table. */
-static inline struct slot *find_noting(struct rota_keyed *m, const void *key,
-                                       uint32_t len, uint32_t *h, size_t *end)
+/* find_noting()'s rare part, out of line: a probe longer than any
+ * before it, maybe long enough to switch to SipHash. */
+static __attribute__((noinline)) struct slot *
+note_probe(struct rota_keyed *m, const void *key, uint32_t len, uint32_t *h,
+           size_t *end, struct slot *s, size_t walked)
+{
+    m->longest_probe = walked;
+    if (walked > flood_probe(m->cur.size) && !m->sip) {
+        rehash_with_siphash(m);
+        *h = hash_key(m, key, len);
+        s = find(m, *h, key, len, end, &walked);
+    }
+    return s;
+}
+
+/* Inlined into set, move and remove, so each is one call (see
+ * INSTRUCTIONS COUNT TOO). */
+static inline __attribute__((always_inline)) struct slot *
+find_noting(struct rota_keyed *m, const void *key, uint32_t len, uint32_t *h,
+            size_t *end)
 {
     size_t walked;
 
     *h = hash_key(m, key, len);
     struct slot *s = find(m, *h, key, len, end, &walked);
-    if (walked > m->longest_probe) { /* rare: a new record */
-        m->longest_probe = walked;
-        if (walked > flood_probe(m->cur.size) && !m->sip) {
-            rehash_with_siphash(m);
-            *h = hash_key(m, key, len);
-            s = find(m, *h, key, len, end, &walked);
-        }
-    }
+    if (__builtin_expect(walked > m->longest_probe, 0))
+        s = note_probe(m, key, len, h, end, s, walked);
     return s;
 }
 
@@ -602,7 +663,10 @@ static uint64_t deadline_in(const struct rota_keyed *m, uint64_t ttl)
 {
     if (ttl == ROTA_NEVER)
         return ROTA_NEVER;
-    uint64_t now = rota_wheel_now(&m->wheel);
+    /* The wheel's time without a call, unless a time source is set on it
+     * (rota_keyed_wheel() lets a caller set one). */
+    uint64_t now =
+        m->wheel.time_fn_ == NULL ? m->wheel.now_ : rota_wheel_now(&m->wheel);
     return ttl > ROTA_MAX_DEADLINE - now ? ROTA_MAX_DEADLINE : now + ttl;
 }
 
@@ -1021,8 +1085,8 @@ void rota_keyed_next_growth(const struct rota_keyed *m, size_t *at_count,
         at = SIZE_MAX;
         more = 0;
     } else if (size != 0) {
-        at = size / 4 * 3 + 1;
-        more = size * 2 * sizeof(struct slot);
+        at = grow_at(size) + 1;
+        more = grown(size) * sizeof(struct slot);
     }
     if (at_count != NULL)
         *at_count = at;
@@ -1050,10 +1114,8 @@ struct census {
 static int check_table(const struct rota_keyed *m, const struct table *t,
                        bool old, struct census *c, const char **why)
 {
-    const size_t mask = t->size - 1;
-
-    if ((t->size & mask) != 0 || t->size > MAX_SLOTS)
-        FAIL("table size is not a power of two");
+    if (t->size > MAX_SLOTS || (t->size != 0 && t->size < MIN_SLOTS))
+        FAIL("table size out of range");
     c->bytes += t->size * sizeof *t->slot;
     for (size_t i = 0; i < t->size; i++) {
         const struct slot *s = &t->slot[i];
@@ -1075,7 +1137,8 @@ static int check_table(const struct rota_keyed *m, const struct table *t,
         if (s->key_len <= INLINE_KEY &&
             s->key.word != word_of(&s->key.word, s->key_len))
             FAIL("inline key is not zero-padded");
-        for (size_t j = s->hash & mask; j != i; j = (j + 1) & mask)
+        for (size_t j = home_of(s->hash, t->size); j != i;
+             j = next_of(j, t->size))
             if (t->slot[j].hash == 0)
                 FAIL("an empty slot cuts an entry off from its home");
         size_t end, walked;
@@ -1107,8 +1170,9 @@ int rota_keyed_check(const struct rota_keyed *m, const char **why)
         FAIL("resize state is inconsistent");
     if (m->old.size != 0 && m->cursor >= m->old.size)
         FAIL("migration state is inconsistent");
-    if ((m->next.size & (m->next.size - 1)) != 0)
-        FAIL("next table size is not a power of two");
+    if (m->next.size > MAX_SLOTS ||
+        (m->next.size != 0 && m->next.size < MIN_SLOTS))
+        FAIL("next table size out of range");
     c.bytes += m->next.size * sizeof *m->next.slot;
     if (check_table(m, &m->cur, false, &c, why) != 0 ||
         check_table(m, &m->old, true, &c, why) != 0)
