@@ -254,17 +254,21 @@ static void wait_workers_idle(struct rota_service *svc)
 static uint64_t next_deadline(struct rota_service *svc, uint64_t *now)
 {
     uint64_t next = ROTA_NEVER;
+    bool ahead = false;
     /* The wheels' deadlines first: the clock is compared with the
-     * earliest of all shards, not only of those staged so far. */
+     * earliest of all shards, not only of those staged so far.  Most
+     * passes find no work ahead and end here, one lock hold per shard. */
     for (unsigned i = 0; i < svc->nshards; i++) {
         struct shard *sh = &svc->shards[i];
         rota__lock(&sh->mu);
         uint64_t d = rota_wheel_next_deadline(&sh->wheel);
+        if (rota__service_stage_next(sh) < d)
+            ahead = true;
         rota__unlock(&sh->mu);
         if (d < next)
             next = d;
     }
-    for (unsigned i = 0; i < svc->nshards; i++) {
+    for (unsigned i = 0; ahead && i < svc->nshards; i++) {
         struct shard *sh = &svc->shards[i];
         rota__lock(&sh->mu);
         for (;;) {
