@@ -15,8 +15,12 @@
  *   then fired up to 8 ms late (S2: p99 3 ms).  So a timer due more than a
  *   band (STAGE_SHIFT: 2048 ticks) ahead does not go to the wheel at
  *   once: it waits on its shard's list for its band (O(1), FIFO), and the
- *   service thread moves each band into the wheel when the band before it
- *   starts, STAGE_BATCH per lock hold, before it advances the wheel.  A
+ *   service thread moves each band into the wheel before the band before
+ *   it starts: once a pass has fired what is due, STAGE_SLICE records at
+ *   a time with a look at the clock between slices (it stops to fire a
+ *   timer that comes due, so a move never makes one late), or, if it
+ *   overslept the move, STAGE_BATCH per lock hold before it advances the
+ *   wheel.  A
  *   timer thus enters the wheel at most two bands before its deadline,
  *   where it is filed low and cascades in small groups, and the service
  *   thread's work is spread evenly over time.  Bands beyond STAGE_BANDS
