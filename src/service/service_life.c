@@ -137,6 +137,7 @@ int rota_service_create(struct rota_service **out,
     svc->nworkers = cfg.workers;
     svc->nshards = cfg.shards == 0 ? default_shards() : cfg.shards;
     svc->base_shift = shift;
+    svc->stage_slice = STAGE_SLICE;
     svc->db_first = svc->db_last = NIL;
     svc->whead = svc->wtail = NIL;
     svc->depot = NIL;

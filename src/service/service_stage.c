@@ -15,8 +15,12 @@
  *   then fired up to 8 ms late (S2: p99 3 ms).  So a timer due more than a
  *   band (STAGE_SHIFT: 2048 ticks) ahead does not go to the wheel at
  *   once: it waits on its shard's list for its band (O(1), FIFO), and the
- *   service thread moves each band into the wheel when the band before it
- *   starts, STAGE_BATCH per lock hold, before it advances the wheel.  A
+ *   service thread moves each band into the wheel before the band before
+ *   it starts: once a pass has fired what is due, STAGE_SLICE records at
+ *   a time with a look at the clock between slices (it stops to fire a
+ *   timer that comes due, so a move never makes one late), or, if it
+ *   overslept the move, STAGE_BATCH per lock hold before it advances the
+ *   wheel.  A
  *   timer thus enters the wheel at most two bands before its deadline,
  *   where it is filed low and cascades in small groups, and the service
  *   thread's work is spread evenly over time.  Bands beyond STAGE_BANDS
@@ -322,18 +326,18 @@ static bool far_scan(struct shard *sh, unsigned *budget)
 /*
  * Move the bands that start at most one band after `now` into the wheel
  * (`ahead`), or only those that have started (not `ahead`: the bands that
- * may hold timers due at `now`), at most STAGE_BATCH records; the shard's
- * lock is held.  Before the band lists' cursor comes within half a
- * horizon of far_from, a far scan moves the far timers due within the
- * horizon onto the lists.  Returns true if work remains.
+ * may hold timers due at `now`), at most `budget` records or far entries
+ * (at least 1); the shard's lock is held.  Before the band lists' cursor
+ * comes within half a horizon of far_from, a far scan moves the far timers
+ * due within the horizon onto the lists.  Returns true if work remains.
  */
-bool rota__service_stage_pump(struct shard *sh, uint64_t now, bool ahead)
+bool rota__service_stage_pump(struct shard *sh, uint64_t now, bool ahead,
+                              unsigned budget)
 {
     uint64_t last = (now >> STAGE_SHIFT) + (ahead ? 1u : 0u);
-    unsigned budget = STAGE_BATCH;
     for (;;) {
         /* Only pumps move stage_next, so in a steady pass the scan falls
-         * due in the `ahead` pump, after the pass's fires. */
+         * due in an `ahead` pump, after the pass's fires. */
         if (sh->far_scanning ||
             sh->far_from <= sh->stage_next + STAGE_BANDS / 2) {
             if (!far_scan(sh, &budget))
@@ -343,8 +347,12 @@ bool rota__service_stage_pump(struct shard *sh, uint64_t now, bool ahead)
         if (sh->stage_next > last)
             return false;
         if (sh->staged == 0) { /* skip ahead, but not past a far scan */
-            uint64_t cap = sh->far_from - STAGE_BANDS / 2;
-            sh->stage_next = last + 1 < cap ? last + 1 : cap;
+            /* As at init: the band after now's goes to the wheel directly
+             * (else a timer armed for it would be staged and moved at once
+             * by the next look for work ahead). */
+            uint64_t to = (now >> STAGE_SHIFT) + 2,
+                     cap = sh->far_from - STAGE_BANDS / 2;
+            sh->stage_next = to < cap ? to : cap;
             continue;
         }
         unsigned b = (unsigned)(sh->stage_next % STAGE_BANDS);

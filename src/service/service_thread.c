@@ -209,11 +209,12 @@ static void fire_shard(struct rota_service *svc, struct shard *sh, uint64_t now)
 {
     /* First move into the wheel the bands that may hold timers due now
      * (see "Staging" in service.c): none, unless the thread overslept a
-     * band's move.  A batch per lock hold. */
+     * band's move.  A batch per lock hold.  The moves that are not due
+     * yet wait for next_deadline(), after every shard has fired. */
     bool more_staged;
     do {
         rota__lock(&sh->mu);
-        more_staged = rota__service_stage_pump(sh, now, false);
+        more_staged = rota__service_stage_pump(sh, now, false, STAGE_BATCH);
         rota__unlock(&sh->mu);
     } while (more_staged);
     for (int batch = 0; batch < SHARD_BATCHES; batch++) {
@@ -225,14 +226,6 @@ static void fire_shard(struct rota_service *svc, struct shard *sh, uint64_t now)
         if (more <= 0)
             break;
     }
-    /* Then the band after this one, and the far scan: none of it is due
-     * yet, so it no longer delays the timers due at a band's start (S2:
-     * ~200 records, ~15 us, at every band). */
-    do {
-        rota__lock(&sh->mu);
-        more_staged = rota__service_stage_pump(sh, now, true);
-        rota__unlock(&sh->mu);
-    } while (more_staged);
 }
 
 static void wait_workers_idle(struct rota_service *svc)
@@ -247,34 +240,55 @@ static void wait_workers_idle(struct rota_service *svc)
     pthread_mutex_unlock(&svc->wmu);
 }
 
-/* The earliest deadline of all shards (see "Sleeping" in service.c); a
- * staged band whose move would come before it is moved first (see
- * "Staging"). */
-static uint64_t next_deadline(struct rota_service *svc)
+/*
+ * The earliest deadline of all shards (see "Sleeping" in service.c).  A
+ * staged band whose move, or a far scan whose turn, would come before its
+ * shard's next deadline is done first (see "Staging"), so that the thread
+ * sleeps exactly until the next deadline and never wakes only to stage.
+ * That work is not due yet, and a band's move costs ~200 ns a record in
+ * cache misses (S2: ~200 records, ~45 us), so it goes in slices of
+ * stage_slice with a look at the clock between them: once the earliest
+ * deadline has come, it returns that deadline with *now brought up to
+ * date, the pass fires it, and the next look here takes up the rest.
+ */
+static uint64_t next_deadline(struct rota_service *svc, uint64_t *now)
 {
     uint64_t next = ROTA_NEVER;
+    bool ahead = false;
+    /* The wheels' deadlines first: the clock is compared with the
+     * earliest of all shards, not only of those staged so far.  Most
+     * passes find no work ahead and end here, one lock hold per shard. */
     for (unsigned i = 0; i < svc->nshards; i++) {
         struct shard *sh = &svc->shards[i];
-        uint64_t d;
         rota__lock(&sh->mu);
-        for (;;) {
-            d = rota_wheel_next_deadline(&sh->wheel);
-            uint64_t move = rota__service_stage_next(sh);
-            if (move >= d)
-                break;
-            /* The band's move comes first, though nothing in the wheel
-             * is due before it: the thread would wake only to move it.
-             * Move it now, while idle, so that the thread sleeps exactly
-             * until the next deadline (the band's own timers, or earlier
-             * ones of the wheel). */
-            while (rota__service_stage_pump(sh, move, true)) {
-                rota__unlock(&sh->mu);
-                rota__lock(&sh->mu);
-            }
-        }
+        uint64_t d = rota_wheel_next_deadline(&sh->wheel);
+        if (rota__service_stage_next(sh) < d)
+            ahead = true;
         rota__unlock(&sh->mu);
         if (d < next)
             next = d;
+    }
+    for (unsigned i = 0; ahead && i < svc->nshards; i++) {
+        struct shard *sh = &svc->shards[i];
+        rota__lock(&sh->mu);
+        for (;;) {
+            /* A band just moved may hold the shard's next deadline. */
+            uint64_t d = rota_wheel_next_deadline(&sh->wheel);
+            if (d < next)
+                next = d;
+            uint64_t move = rota__service_stage_next(sh);
+            if (move >= d)
+                break;
+            rota__service_stage_pump(sh, move, true, svc->stage_slice);
+            rota__unlock(&sh->mu);
+            uint64_t t = now_ns(svc) / svc->tick_ns;
+            if (t > *now)
+                *now = t;
+            if (next <= *now)
+                return next; /* due: fire first, stage after */
+            rota__lock(&sh->mu);
+        }
+        rota__unlock(&sh->mu);
     }
     return next;
 }
@@ -328,8 +342,9 @@ void *rota__service_ticker_main(void *arg)
         }
         atomic_store_explicit(&svc->sleep_until, UINT64_MAX,
                               memory_order_seq_cst);
-        uint64_t next = next_deadline(svc);
-        if (next <= now) { /* due already (armed by a callback, say) */
+        uint64_t next = next_deadline(svc, &now);
+        if (next <= now) { /* due already (armed by a callback, or while
+                              staging) */
             atomic_store_explicit(&svc->sleep_until, 0, memory_order_seq_cst);
             continue;
         }

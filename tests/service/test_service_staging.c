@@ -821,6 +821,147 @@ TEST(clock_going_back_never_fires_a_staged_timer_early)
     fix_fini(&f);
 }
 
+/* A clock whose every read moves it on by `step` ns once stepping starts:
+ * time passes while the service thread works, as many reads as it makes.
+ * Its wait returns at once while stepping (the thread's reads move the
+ * clock to the deadline), else it blocks until woken. */
+struct step_clock {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    _Atomic uint64_t now, step;
+    int woken; /* under mu */
+};
+
+static uint64_t step_now(void *ctx)
+{
+    struct step_clock *c = ctx;
+    return atomic_fetch_add(&c->now, atomic_load(&c->step));
+}
+
+static void step_wait(void *ctx, uint64_t deadline_ns)
+{
+    struct step_clock *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    while (!c->woken && atomic_load(&c->step) == 0 &&
+           atomic_load(&c->now) < deadline_ns)
+        pthread_cond_wait(&c->cv, &c->mu);
+    c->woken = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void step_wake(void *ctx)
+{
+    struct step_clock *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    c->woken = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+#define YIELD_STEP (50 * ST_US) /* the clock's move per read */
+#define YIELD_N 2000            /* timers in the band moved ahead */
+
+struct yield_run {
+    struct st_latch gate; /* holds the service thread in a callback */
+    atomic_int in_gate;
+    atomic_int fired; /* the band's timers */
+    uint64_t a_late;  /* the early timer: its lateness, */
+    uint32_t a_left;  /* and its shard's staged timers when it ran */
+};
+
+static void yield_gate_fn(struct rota_service *svc,
+                          const struct rota_service_event *ev)
+{
+    (void)svc;
+    struct yield_run *y = ev->arg;
+    atomic_store(&y->in_gate, 1);
+    st_latch_wait(&y->gate);
+}
+
+static void yield_a_fn(struct rota_service *svc,
+                       const struct rota_service_event *ev)
+{
+    struct yield_run *y = ev->arg;
+    y->a_late = ev->late_ns;
+    /* On the service thread, the only writer of a shard's staging while
+     * no producer arms. */
+    y->a_left = shard_of(svc, rec_at(svc, ev->timer.index))->staged;
+}
+
+static void yield_b_fn(struct rota_service *svc,
+                       const struct rota_service_event *ev)
+{
+    (void)svc;
+    struct yield_run *y = ev->arg;
+    atomic_fetch_add(&y->fired, 1);
+}
+
+/* One run: a timer A due 3 ms on, and YIELD_N timers in the band after
+ * A's, whose move into the wheel comes before A's deadline and is
+ * therefore done ahead of time, while the clock moves YIELD_STEP per read;
+ * `slice` is the service's records per look at the clock. */
+static void yield_once(unsigned slice, struct yield_run *y)
+{
+    struct step_clock c;
+    struct rota_service_clock clock = {
+        .now_ns = step_now, .wait = step_wait, .wake = step_wake, .ctx = &c};
+    struct rota_service *svc = NULL;
+    /* Ticks of 1 us; start on a band's first tick. */
+    uint64_t t0 = ((uint64_t)1 << 30) * ST_US, band = 2048 * ST_US;
+    pthread_mutex_init(&c.mu, NULL);
+    pthread_cond_init(&c.cv, NULL);
+    atomic_init(&c.now, t0);
+    atomic_init(&c.step, 0);
+    c.woken = 0;
+    memset(y, 0, sizeof *y);
+    st_latch_init(&y->gate);
+    struct rota_service_config cfg = {.clock = &clock};
+    CHECK_EQ_INT(rota_service_create(&svc, &cfg), 0);
+    CHECK_EQ_INT(rota_service_arm_at(svc, t0, yield_gate_fn, y, NULL), 0);
+    ST_WAIT_FOR(atomic_load(&y->in_gate), 10 * ST_S);
+    CHECK(atomic_load(&y->in_gate));
+    struct rota_service_handle hb;
+    CHECK_EQ_INT(rota_service_arm_at(svc, t0 + 3 * ST_MS, yield_a_fn, y, NULL),
+                 0);
+    for (unsigned k = 0; k < YIELD_N; k++)
+        CHECK_EQ_INT(rota_service_arm_at(svc, t0 + 2 * band + k * ST_US,
+                                         yield_b_fn, y, &hb),
+                     0);
+    struct rec *rb = rec_at(svc, hb.index);
+    rota__lock(&shard_of(svc, rb)->mu);
+    bool waits = rb->sband != STAGE_NONE;
+    rota__unlock(&shard_of(svc, rb)->mu);
+    CHECK(waits);             /* the band waits to be moved */
+    svc->stage_slice = slice; /* the thread is held: it reads it after */
+    atomic_store(&c.step, YIELD_STEP);
+    st_latch_open(&y->gate);
+    ST_WAIT_FOR(atomic_load(&y->fired) == YIELD_N, 10 * ST_S);
+    CHECK_EQ_INT(atomic_load(&y->fired), YIELD_N);
+    CHECK_EQ_INT(rota_service_check(svc, NULL), 0);
+    CHECK_EQ_INT(rota_service_destroy(svc), 0);
+    st_latch_fini(&y->gate);
+    pthread_cond_destroy(&c.cv);
+    pthread_mutex_destroy(&c.mu);
+}
+
+/* Staging work done ahead of time yields to a timer that comes due while
+ * it runs: A fires while most of the band is still staged, within a few
+ * clock reads of its deadline.  The planted fault, a service that moves
+ * the band in one go (an unbounded slice), is caught: A then finds
+ * nothing staged. */
+TEST(staging_ahead_yields_to_a_due_timer)
+{
+    struct yield_run y;
+    yield_once(STAGE_SLICE, &y);
+    printf("     A: %u of %u still staged, %" PRIu64 " us late\n", y.a_left,
+           YIELD_N, y.a_late / ST_US);
+    CHECK(y.a_left > YIELD_N / 4);
+    CHECK(y.a_late <= 4 * YIELD_STEP);
+    yield_once(UINT32_MAX, &y);
+    printf("     planted fault (no slices): %u still staged\n", y.a_left);
+    CHECK_EQ_U64(y.a_left, 0);
+}
+
 static const struct h_test tests[] = {
     H_TEST(service_check_catches_planted_fault),
     H_TEST(one_shot_record_reused_after_a_periodic_carries_no_period),
@@ -831,6 +972,7 @@ static const struct h_test tests[] = {
     H_TEST(far_timers_are_staged_and_fire_at_their_deadlines),
     H_TEST(arm_succeeds_when_the_far_vector_cannot_grow),
     H_TEST(service_thread_never_sleeps_past_a_staged_deadline),
+    H_TEST(staging_ahead_yields_to_a_due_timer),
     H_TEST(staging_holds_at_the_last_deadline),
     H_TEST(pending_cap_counts_staged_timers),
     H_TEST(clock_going_back_never_fires_a_staged_timer_early),
