@@ -118,8 +118,8 @@
  *   the loop's own ~30 (S1) and ~78 (S3: two splitmix calls):
  *
  *                            S1 Ir  refs  D1 misses    S3 Ir  refs
- *       rota-service           394   154       2.9       420   148
- *       mutex-heap2            337   133       8.1       303   124
+ *       rota-service           392   154       2.9       417   147
+ *       mutex-heap2            335   132       7.9       305   125
  *
  *   An S1 pair is ~190 instructions of arm (~45 appending to the far
  *   vector, ~10 for the clock call, ~8 for the lock and unlock, the rest
@@ -131,10 +131,29 @@
  *   executes fewer instructions but misses almost three times as often
  *   (a sift walks random nodes); a pair of rota's misses once, on its
  *   record's first line (see struct rec), plus the far vector's hole bit
- *   and the caller's handle.  Its locked instructions per pair are four
- *   (the two lock and unlock pairs), as the heap's mutexes.
+ *   and the caller's handle.  Its locked instructions per pair are two,
+ *   the compare-and-swap of each lock: the unlock is a release store
+ *   (service_lock.h), where the heap's mutexes spend four (a CAS and an
+ *   exchange per hold).  A locked instruction waits for the stores before
+ *   it, among them the cancel's store to its record, which missed: the
+ *   release store lets that miss drain while the next call runs (S1, one
+ *   producer: 2 fewer instructions, and a median CPU per pair of 307 ns
+ *   against 323 ns over 7 runs each, alternated, on a loaded machine:
+ *   within its noise).  Futex calls
+ *   are rare on both sides: ~1.4 per 1,000 S1 pairs (the service thread
+ *   meeting the producer's lock), the heap's ~2.9.
  *
- *   What a per-thread path could still remove is those four locked
+ *   Reading S1 with one producer: its pairs per second are the share of
+ *   a CPU the producer gets, so on a shared 2-vCPU machine they move by
+ *   2x between runs of one build, for both services alike, while CPU per
+ *   pair moves by ~15%.  The heap's CPU per pair swings the most (~190 ns
+ *   with a core to itself, ~300 ns beside other tenants): its extra L1
+ *   misses hit the core's L2 only while nobody else uses it.  A ratio of
+ *   pairs per second is therefore only as good as the two runs it comes
+ *   from (one build gave 0.46x to 1.16x in five runs); CPU per pair and
+ *   the counts are the figures to compare.
+ *
+ *   What a per-thread path could still remove is those two locked
  *   instructions: with one producer its home shard is already private in
  *   all but the lock word, which the service thread takes ~once per
  *   fire.  Without them the owner's arm and cancel would need a way for
