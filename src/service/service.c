@@ -136,10 +136,12 @@
  *   (service_lock.h), where the heap's mutexes spend four (a CAS and an
  *   exchange per hold).  A locked instruction waits for the stores before
  *   it, among them the cancel's store to its record, which missed: the
- *   release store lets that miss drain while the next call runs (S1, one
- *   producer: 2 fewer instructions, and a median CPU per pair of 307 ns
- *   against 323 ns over 7 runs each, alternated, on a loaded machine:
- *   within its noise).  Futex calls
+ *   release store lets that miss drain while the next call runs: 2
+ *   fewer instructions per pair, and in S3 at T = 1 a median arm +
+ *   cancel of 109-112 ns where the exchange took 125-128 ns (two runs of
+ *   each, alternated, on a loaded machine), CPU per request 94-105 ns
+ *   where it took 117-123; S1's CPU per pair moved from 323 to 307 ns
+ *   (medians of 7 runs each), within that machine's noise.  Futex calls
  *   are rare on both sides: ~1.4 per 1,000 S1 pairs (the service thread
  *   meeting the producer's lock), the heap's ~2.9.
  *
