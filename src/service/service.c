@@ -121,8 +121,8 @@
  *   the loop's own ~30 (S1) and ~78 (S3: two splitmix calls):
  *
  *                            S1 Ir  refs  D1 misses    S3 Ir  refs
- *       rota-service           394   154       2.9       420   148
- *       mutex-heap2            337   133       8.1       303   124
+ *       rota-service           392   154       2.9       417   147
+ *       mutex-heap2            335   132       7.9       305   125
  *
  *   An S1 pair is ~190 instructions of arm (~45 appending to the far
  *   vector, ~10 for the clock call, ~8 for the lock and unlock, the rest
@@ -134,10 +134,31 @@
  *   executes fewer instructions but misses almost three times as often
  *   (a sift walks random nodes); a pair of rota's misses once, on its
  *   record's first line (see struct rec), plus the far vector's hole bit
- *   and the caller's handle.  Its locked instructions per pair are four
- *   (the two lock and unlock pairs), as the heap's mutexes.
+ *   and the caller's handle.  Its locked instructions per pair are two,
+ *   the compare-and-swap of each lock: the unlock is a release store
+ *   (service_lock.h), where the heap's mutexes spend four (a CAS and an
+ *   exchange per hold).  A locked instruction waits for the stores before
+ *   it, among them the cancel's store to its record, which missed: the
+ *   release store lets that miss drain while the next call runs: 2
+ *   fewer instructions per pair, and in S3 at T = 1 a median arm +
+ *   cancel of 109-112 ns where the exchange took 125-128 ns (two runs of
+ *   each, alternated, on a loaded machine), CPU per request 94-105 ns
+ *   where it took 117-123; S1's CPU per pair moved from 323 to 307 ns
+ *   (medians of 7 runs each), within that machine's noise.  Futex calls
+ *   are rare on both sides: ~1.4 per 1,000 S1 pairs (the service thread
+ *   meeting the producer's lock), the heap's ~2.9.
  *
- *   What a per-thread path could still remove is those four locked
+ *   Reading S1 with one producer: its pairs per second are the share of
+ *   a CPU the producer gets, so on a shared 2-vCPU machine they move by
+ *   2x between runs of one build, for both services alike, while CPU per
+ *   pair moves by ~15%.  The heap's CPU per pair swings the most (~190 ns
+ *   with a core to itself, ~300 ns beside other tenants): its extra L1
+ *   misses hit the core's L2 only while nobody else uses it.  A ratio of
+ *   pairs per second is therefore only as good as the two runs it comes
+ *   from (one build gave 0.46x to 1.16x in five runs); CPU per pair and
+ *   the counts are the figures to compare.
+ *
+ *   What a per-thread path could still remove is those two locked
  *   instructions: with one producer its home shard is already private in
  *   all but the lock word, which the service thread takes ~once per
  *   fire.  Without them the owner's arm and cancel would need a way for
