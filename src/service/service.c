@@ -138,15 +138,12 @@
  *   the compare-and-swap of each lock: the unlock is a release store
  *   (service_lock.h), where the heap's mutexes spend four (a CAS and an
  *   exchange per hold).  A locked instruction waits for the stores before
- *   it, among them the cancel's store to its record, which missed: the
- *   release store lets that miss drain while the next call runs: 2
- *   fewer instructions per pair, and in S3 at T = 1 a median arm +
- *   cancel of 109-112 ns where the exchange took 125-128 ns (two runs of
- *   each, alternated, on a loaded machine), CPU per request 94-105 ns
- *   where it took 117-123; S1's CPU per pair moved from 323 to 307 ns
- *   (medians of 7 runs each), within that machine's noise.  Futex calls
- *   are rare on both sides: ~1.4 per 1,000 S1 pairs (the service thread
- *   meeting the producer's lock), the heap's ~2.9.
+ *   it, among them the cancel's store to its record, which missed; the
+ *   release store lets that miss drain while the next call runs, which
+ *   shows in S3 (at T = 1 a median arm + cancel of ~110 ns and ~100 ns
+ *   of CPU per request, ~15% below an exchange's) more than in S1.
+ *   Futex calls are rare on both sides: ~1.4 per 1,000 S1 pairs (the
+ *   service thread meeting the producer's lock), the heap's ~2.9.
  *
  *   Reading S1 with one producer: its pairs per second are the share of
  *   a CPU the producer gets, so on a shared 2-vCPU machine they move by
@@ -184,21 +181,17 @@
  *   sleeps (S2's p50 is ~4 us for both); then the pass, ~0.9 us at the
  *   median to fire a shard's due timers; and the staging done ahead.  A
  *   band's move costs ~200 ns a record in misses, ~45 us for S2's ~200
- *   records every 2 ms, and while it ran in front of the fires (each
- *   shard's pass moved the band after the current one, unbroken) it held
- *   ~1% of S2's fires for up to ~45 us: rota's p99 was 2-3x the heap's.
- *   So the work ahead waits until every shard has fired and goes in
- *   slices of STAGE_SLICE records with a clock read (~20 ns) between
- *   them; the thread leaves it to fire what has come due, so a fire
- *   waits at most a slice (~1.5 us) behind it.  A pass that finds no
- *   work ahead takes each shard's lock once.  S2 on this project's VM
- *   (2-vCPU Xeon @ 2.50GHz) under SCHED_FIFO, which keeps the other
- *   tenants out of the tail, median of three processes, p99 / max us:
- *
- *                           0 workers        2 workers
- *       before               18.8 / 146       42.7 / 472
- *       after                 7.6 / 242       28.5 / 295
- *       mutex-heap2       6.9-8.1 / 117-158  27.9-29.3 / 260-322
+ *   records every 2 ms, which would hold ~1% of S2's fires for up to
+ *   ~45 us if it ran in front of them.  So
+ *   the work ahead waits until every shard has fired and goes in slices
+ *   of STAGE_SLICE records with a clock read (~20 ns) between them; the
+ *   thread leaves it to fire what has come due, so a fire waits at most
+ *   a slice (~1.5 us) behind it.  A pass that finds no work ahead takes
+ *   each shard's lock once.  S2's p99 is then the heap's (12.9 us
+ *   against 13.8 with 0 workers, 51.2 against 56.0 with 2, in one run
+ *   on this project's 2-vCPU Xeon VM; under SCHED_FIFO, which keeps the
+ *   other tenants out of the tail, 7.6 against 6.9-8.1 and 28.5 against
+ *   27.9-29.3).
  *
  *   The max is the VM's, not the design's (it moves by 5x between runs
  *   of either).  Without SCHED_FIFO on a loaded machine the tail is the
@@ -231,8 +224,9 @@
  *     and only the holder of a hold clears it), so the compare-and-swap
  *     is kept for words that carry a hold.
  *   - The service thread reads the clock once per pass over the shards
- *     and once per slice of staging done ahead, and is woken only by an arm or touch whose deadline is earlier than
- *     the one it sleeps until.
+ *     and once per slice of staging done ahead, and is woken only by an
+ *     arm or touch whose deadline is earlier than the one it sleeps
+ *     until.
  *
  * ALTERNATIVES REJECTED (measured on this project's 2-vCPU VM, S1 of
  * bench/service/service_bench.c: arm + cancel pairs with 1e5 live timers)
