@@ -380,6 +380,9 @@ TEST(staged_equal_deadlines_fire_in_arm_order)
     wait_asleep(&f, T0 + ST_MS);
     CHECK(staged(&f, hA) && staged(&f, hC));
     advance(&f, 98 * ST_MS);
+    /* The move is work ahead, done after the sync's fires: once the thread
+     * sleeps until A's deadline, their band is in the wheel. */
+    wait_asleep(&f, d);
     CHECK(!staged(&f, hA) && !staged(&f, hC));
     CHECK_EQ_INT(rota_service_arm_at(f.svc, d, order_fn, (void *)3, &hB), 0);
     CHECK(!staged(&f, hB));
@@ -431,6 +434,7 @@ TEST(staged_equal_deadlines_fire_in_arm_order)
     wait_asleep(&f, now + ST_MS);
     CHECK(staged(&f, hs));
     advance(&f, d3 - now - ST_MS);
+    wait_asleep(&f, d3); /* the band's move is done */
     CHECK(!staged(&f, hs));
     CHECK_EQ_INT(rota_service_arm_at(f.svc, d3, order_fn,
                                      (void *)(intptr_t)(ORDER_N - 1), &hs),
