@@ -118,11 +118,15 @@
  *   by one thread, 1% fire) the service thread's share is its wake per
  *   fire.  bench/counts/service_counts.c counts one thread's pairs under
  *   callgrind (--cache-sim=yes, 2e5 pairs); per arm + cancel pair, with
- *   the loop's own ~30 (S1) and ~78 (S3: two splitmix calls):
+ *   the loop's own ~68 (S1) and ~78 (S3: two splitmix calls each):
  *
  *                            S1 Ir  refs  D1 misses    S3 Ir  refs
- *       rota-service           392   154       2.9       417   147
- *       mutex-heap2            335   132       7.9       305   125
+ *       rota-service           394   154       2.9       421   149
+ *       mutex-heap2            336   132       8.0       304   124
+ *
+ *   (rota's S1 row moves by ~10 instructions between runs of one
+ *   binary: under valgrind the service thread's progress through the
+ *   staging, which the producer's cancels meet, follows the wall clock.)
  *
  *   An S1 pair is ~190 instructions of arm (~45 appending to the far
  *   vector, ~10 for the clock call, ~8 for the lock and unlock, the rest
@@ -155,21 +159,54 @@
  *   from (one build gave 0.46x to 1.16x in five runs); CPU per pair and
  *   the counts are the figures to compare.
  *
- *   What a per-thread path could still remove is those two locked
- *   instructions: with one producer its home shard is already private in
- *   all but the lock word, which the service thread takes ~once per
- *   fire.  Without them the owner's arm and cancel would need a way for
- *   the service thread to reach the shard's timers: a producer may block
- *   for minutes (in epoll_wait, say) with timers due, so nothing may wait
- *   for the owner to hand them over.  The way that keeps the owner's path
- *   free of fences is an asymmetric lock: the owner marks itself inside
- *   with plain stores, and the service thread, before it enters, asks
- *   and then forces a barrier on every thread of the process
- *   (membarrier(2), PRIVATE_EXPEDITED, a few microseconds of IPIs per
- *   pass) before it reads the mark.  It is not built: ThreadSanitizer
- *   does not model membarrier, so the path the tests check would differ
- *   from the path that runs, and the barrier would sit on every pass of
- *   the service thread, which S2's lateness pays.
+ *   A per-thread owner path would remove those two locked instructions
+ *   and nothing else: with one producer its home shard is already
+ *   private in all but the lock word, which the service thread takes
+ *   ~once per fire.  The owner cannot hand its timers over, since a
+ *   producer may block for minutes (in epoll_wait, say) with timers due,
+ *   so the path is an asymmetric lock: the owner enters with a store of
+ *   its own flag and a load of the word, and every other thread takes
+ *   the word by compare-and-swap, then forces a barrier on every thread
+ *   of the process (membarrier(2), PRIVATE_EXPEDITED) before it reads
+ *   the flag.  It is not built: measured on builds kept outside the
+ *   library, on the same 2-vCPU VM, it buys too little.
+ *   - Counts.  With the lock's take and drop a plain load and store, an
+ *     S1 pair executes 394 instructions and 156 data references against
+ *     394 and 154, with the same 2.9 D1 misses (S3: 421 instructions and
+ *     151 references against 421 and 149).  A locked instruction costs
+ *     time, not instructions.
+ *   - Time.  That plain lock is no lock: the service thread, entering
+ *     with the producer, crashes S1 in its first repetition and loses an
+ *     S3 wake.  The asymmetric lock completes and passes the checks.
+ *     Over six alternating pairs of processes S1's CPU per pair is 324
+ *     ns against 322, 0.84x the heap's in the same processes against
+ *     0.95x: within the noise.  In the quieter half of them S3's median
+ *     arm + cancel at T = 1 is 107 ns against 110 (the heap 115, the
+ *     floor 77); at T = 2 and 4 the service thread's barriers interrupt
+ *     the running owners, and S3's CPU per request rises (3.8x the floor
+ *     at T = 2, against 2.1x).
+ *   - The barrier.  A membarrier costs its caller ~0.3 us when no other
+ *     thread of the process is running, and ~2.6 us when it must
+ *     interrupt one, which loses ~1.5 us.  One per pass adds that to
+ *     every fire's lateness, against S2's p50 of ~4 us.  ThreadSanitizer
+ *     does not model it, so the tests would check another path than the
+ *     one that runs.
+ *   So the lock is not what separates S1 from half the heap's CPU, nor
+ *   S3 from twice the floor.  Past the loop's 68 instructions an S1 pair
+ *   spends ~70 on staging (the far vector's append, hole bit and
+ *   compaction), ~55 on the record (index to chunk, free chain,
+ *   generation), ~50 on checks (fork, stop, handle, generation twice),
+ *   ~35 on the clock (the call and the ticks), ~33 on two calls'
+ *   prologues and epilogues and ~16 on the two holds, the rest on the
+ *   handle, the counters and the wake test.  Its time goes to misses:
+ *   ~300 ns of CPU for ~400 instructions, the handle and the record
+ *   behind it two random lines of arrays larger than L2, where the heap
+ *   touches one, the caller's node.  What would remove that is another
+ *   structure, not a lighter lock: timers embedded in the caller's
+ *   objects (no handle, no record, no generation) on a wheel the owning
+ *   thread advances itself.  That is the floor, ~35-50 ns of CPU per
+ *   request, and it gives up arming from any thread and firing while
+ *   the owner blocks.
  *
  *   The service thread's pass sets how late a timer fires.  In S2 (1e5
  *   timers over a second, one due every ~10 us on one shard, each
