@@ -182,9 +182,9 @@
  *     ns against 322, 0.84x the heap's in the same processes against
  *     0.95x: within the noise.  In the quieter half of them S3's median
  *     arm + cancel at T = 1 is 107 ns against 110 (the heap 115, the
- *     floor 77); at T = 2 and 4 the service thread's barriers interrupt
- *     the running owners, and S3's CPU per request rises (3.8x the floor
- *     at T = 2, against 2.1x).
+ *     floor 77); at T = 2 and 4 the service thread's barriers, ~1.3 per
+ *     fire, interrupt the running owners, and S3's CPU per request rises
+ *     (3.8x the floor at T = 2, against 2.1x).
  *   - The barrier.  A membarrier costs its caller ~0.3 us when no other
  *     thread of the process is running, and ~2.6 us when it must
  *     interrupt one, which loses ~1.5 us.  One per pass adds that to
