@@ -285,8 +285,8 @@ static void measure(const struct bench_impl *im, uint32_t n)
 
 direct:
     if (direct) {
-        counts_direct(im == &impl_none, n, direct_arm, direct_id,
-                      direct_delay, OPS, START_TICK);
+        counts_direct(im == &impl_none, n, direct_arm, direct_id, direct_delay,
+                      OPS, START_TICK);
         printf("phase direct %u 0\n", OPS);
     }
     free(direct_id);

@@ -11,8 +11,8 @@
  * the same loop calling two empty functions that the compiler may not
  * inline or drop.
  */
-#include "bench.h"
 #include "direct.h"
+#include "bench.h"
 
 #include <rota.h>
 #include <stdlib.h>
@@ -48,9 +48,10 @@ __attribute__((noipa)) static void empty_arm(void *p, uint64_t d)
     __asm__ volatile("" : : "r"(p), "r"(d));
 }
 
-__attribute__((noinline)) static void
-run_none(struct rota_timer *t, const uint32_t *id, const uint32_t *delay,
-         uint32_t ops, uint64_t now)
+__attribute__((noinline)) static void run_none(struct rota_timer *t,
+                                               const uint32_t *id,
+                                               const uint32_t *delay,
+                                               uint32_t ops, uint64_t now)
 {
     for (uint32_t i = 0; i < ops; i++) {
         struct rota_timer *timer = &t[id[i]];
@@ -86,8 +87,7 @@ void counts_direct(bool none, uint32_t n, const uint32_t *arm_delay,
         run_rota(w, t, id, delay, ops, now);
     CALLGRIND_DUMP_STATS_AT("direct");
     if (!none && rota_wheel_count(w) != n)
-        bench_die("direct: %zu timers pending, not %u", rota_wheel_count(w),
-                  n);
+        bench_die("direct: %zu timers pending, not %u", rota_wheel_count(w), n);
     free(t);
     free(w);
 }
