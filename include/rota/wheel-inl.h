@@ -232,28 +232,28 @@ static inline int rota_timer_touch_at(struct rota_wheel *wheel,
                                       struct rota_timer *timer,
                                       uint64_t deadline)
 {
-    /* The common cases only: a pending timer moved to a later deadline that
-     * needs no clamping (a store: the timer stays where it is filed, and
+    /* The common cases only, for a deadline the inline arm would file (at
+     * or above arm_min_: after now, so no clamping): a pending timer moved
+     * to a later deadline (a store: the timer stays where it is filed, and
      * the wheel checks it when its slot comes due), to the deadline it has
-     * (nothing), or to an earlier one the inline arm would file (moved at
-     * once, as the library's touch re-arms it).  This mirrors
-     * rota_timer_touch_at_noinline(). */
+     * (nothing), or to an earlier one (moved at once, as the library's
+     * touch re-arms it).  This mirrors rota_timer_touch_at_noinline(). */
+    uint64_t min;
     if (wheel != NULL && timer != NULL &&
         (uintptr_t)timer->link_.prev > wheel->pending_above_ &&
-        deadline >= wheel->now_ && deadline <= ROTA_MAX_DEADLINE) {
+        deadline >= (min = wheel->arm_min_) && deadline <= ROTA_MAX_DEADLINE) {
         uint64_t old = timer->deadline_;
         if (deadline > old) {
             timer->deadline_ = deadline;
             wheel->stats_.touched++;
-            if (old <= wheel->arm_min_) /* the cached earliest may go */
+            if (old <= min) /* the cached earliest may be gone */
                 wheel->earliest_ = 0;
             return 0;
         }
         if (deadline == old)
             return 0;
 #ifdef ROTA__INLINE_PATHS
-        if (deadline >= wheel->arm_min_) /* earlier: moved as an arm moves it */
-            return rota__move_pending(wheel, timer, deadline);
+        return rota__move_pending(wheel, timer, deadline); /* earlier */
 #endif
     }
     return rota_timer_touch_at_noinline(wheel, timer, deadline);
@@ -263,25 +263,27 @@ static inline int rota_timer_touch_range_at(struct rota_wheel *wheel,
                                             struct rota_timer *timer,
                                             uint64_t earliest, uint64_t latest)
 {
-    /* The common cases only: pending and a window that needs no clamping;
-     * the deadline already inside it (nothing to do, not even a store) or
-     * before it (a touch to the window's pick: a store, as
-     * rota_timer_touch_at() does).  Everything else goes to
-     * rota_timer_touch_range_at_noinline(), which has the same contract. */
+    /* The common cases only: pending and a window the inline arm would
+     * file (from arm_min_ on: no clamping); the deadline already inside it
+     * (nothing to do, not even a store) or before it (a touch to the
+     * window's pick: a store, as rota_timer_touch_at() does).  Everything
+     * else goes to rota_timer_touch_range_at_noinline(), which has the same
+     * contract. */
+    uint64_t min;
     if (wheel != NULL && timer != NULL &&
         (uintptr_t)timer->link_.prev > wheel->pending_above_ &&
-        earliest >= wheel->now_ && earliest <= latest &&
+        earliest >= (min = wheel->arm_min_) && earliest <= latest &&
         latest <= ROTA_MAX_DEADLINE) {
         uint64_t old = timer->deadline_;
         if (old >= earliest && old <= latest)
             return 0;
 #ifdef ROTA__INLINE_PATHS
-        if (old < earliest && earliest > 0) { /* the window's coarsest time */
+        if (old < earliest) { /* the window's coarsest time (earliest > 0) */
             unsigned bit =
                 63u - (unsigned)__builtin_clzll((earliest - 1) ^ latest);
             timer->deadline_ = latest & ~(((uint64_t)1 << bit) - 1);
             wheel->stats_.touched++;
-            if (old <= wheel->arm_min_) /* the cached earliest may be gone */
+            if (old <= min) /* the cached earliest may be gone */
                 wheel->earliest_ = 0;
             return 0;
         }
