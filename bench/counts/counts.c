@@ -34,14 +34,19 @@
  *   periodic    a fresh structure; N periodic timers, periods uniform in
  *               [10, 1000], first deadline one period ahead (not counted);
  *               then PERIODIC_TICKS ticks one at a time; per fire: W5
- * With a third argument "cancel+arm" only the first phase runs (the
- * figure that needs N = 1e7, where the others take long under valgrind).
+ *   direct      "rota" and "none" only, last: the cancel+arm phase's pairs
+ *               called inline in a loop of their own, with no adapter
+ *               (direct.c), on a fresh wheel of N timers
+ * With a third argument "cancel+arm" only the first and the direct phase
+ * run (the figures that need N = 1e7, where the others take long under
+ * valgrind).
  * Between phases the statistics are zeroed; after each, dumped under the
  * phase's name (CALLGRIND_DUMP_STATS_AT), and the phase's operation count
  * printed on stdout as "phase NAME OPS".  Run without valgrind the program
  * does the same work and dumps nothing: a check that it runs.
  */
 #include "bench.h"
+#include "direct.h"
 #include "splitmix.h"
 
 #include <stdarg.h>
@@ -212,11 +217,22 @@ static void measure(const struct bench_impl *im, uint32_t n)
     CALLGRIND_ZERO_STATS;
     run_cancel_arm(im, s, id, delay, now);
     phase_done("cancel+arm", OPS, 0);
+    /* The same pairs for the direct phase, which runs last. */
+    bool direct = im == &impl_none || im == &impl_rota;
+    uint32_t *direct_id = malloc(OPS * sizeof *direct_id);
+    uint32_t *direct_delay = malloc(OPS * sizeof *direct_delay);
+    uint32_t *direct_arm = malloc((size_t)n * sizeof *direct_arm);
+    if (!direct_id || !direct_delay || !direct_arm)
+        bench_die("out of memory");
+    for (uint32_t i = 0; i < OPS; i++) {
+        direct_id[i] = id[i];
+        direct_delay[i] = delay[i];
+    }
+    for (uint32_t i = 0; i < n; i++)
+        direct_arm[i] = uniform(1, 60000);
     if (churn_only) {
         im->destroy(s);
-        free(id);
-        free(delay);
-        return;
+        goto direct;
     }
 
     /* touch: every deadline within the next 30000 ticks first */
@@ -267,6 +283,15 @@ static void measure(const struct bench_impl *im, uint32_t n)
         phase_done("hook", OPS, 0);
     }
 
+direct:
+    if (direct) {
+        counts_direct(im == &impl_none, n, direct_arm, direct_id, direct_delay,
+                      OPS, START_TICK);
+        printf("phase direct %u 0\n", OPS);
+    }
+    free(direct_id);
+    free(direct_delay);
+    free(direct_arm);
     free(id);
     free(delay);
 }

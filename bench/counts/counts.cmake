@@ -7,6 +7,7 @@
 #   rota_service_counts  S1's and S3's submission paths on one thread
 #                        (service_counts.c says how to count)
 rota_bench_program(rota_counts ${CMAKE_CURRENT_LIST_DIR}/counts.c
+  ${CMAKE_CURRENT_LIST_DIR}/direct.c
   ${ROTA_BENCH_IMPL_DIR}/impl_rota.c ${ROTA_BENCH_IMPL_DIR}/impl_wheel_bare.c
   ${ROTA_BENCH_IMPL_DIR}/impl_hashed_rounds.c)
 

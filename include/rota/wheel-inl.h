@@ -24,12 +24,18 @@ struct rota_wheel {
     uint64_t cur_;       /* time the lists are filed against (<= now_) */
     uint64_t next_step_; /* lower bound of the next slot that comes due */
     uint64_t earliest_;  /* exact earliest deadline, 0 when not known */
-    /* The inline arm files a timer whose link_.prev equals idle_mark_:
-     * ROTA__IDLE, or ROTA__NO_INLINE while a slot is half cascaded and
-     * always in a debug build.  The inline cancel and touch take a timer
-     * whose link_.prev is above pending_above_ for pending: ROTA__IDLE's
-     * value, or UINTPTR_MAX in a debug build. */
-    struct rota_link *idle_mark_;
+    /* The one wheel field the inline arm reads to file a deadline: it
+     * files deadlines >= arm_min_ and leaves the rest to the library.
+     * arm_min_ is above now_ and at or above next_step_ (so a deadline it
+     * takes is not due, and stays so through the inline advance), and at
+     * or above earliest_ (so the inline arm never lowers the earliest
+     * deadline); UINT64_MAX while a slot is half cascaded, and always in a
+     * debug build.  A deadline <= arm_min_ that leaves (cancel, touch,
+     * move) may be the earliest: the inline paths then forget earliest_.
+     * The inline cancel and touch take a timer whose link_.prev is above
+     * pending_above_ for pending: ROTA__IDLE's value, or UINTPTR_MAX in a
+     * debug build. */
+    uint64_t arm_min_;
     uintptr_t pending_above_;
     uint32_t occupied_words_; /* bit i: occupied_[i] != 0 */
     uint8_t in_pass_;
@@ -62,9 +68,6 @@ struct rota_wheel {
 /* link_.prev of an idle timer: not the address of any link (odd, and in
  * the first page, which no C object occupies).  Private. */
 #define ROTA__IDLE ((struct rota_link *)(uintptr_t)5u)
-/* The wheel's idle_mark_ when no timer may take the inline arm: another
- * such value, which no timer's link_.prev holds.  Private. */
-#define ROTA__NO_INLINE ((struct rota_link *)(uintptr_t)3u)
 
 /* Private, for the inline functions: a list the caller just emptied by
  * unlinking its last timer; clears the slot's occupancy bit if `head` is a
@@ -78,15 +81,17 @@ ROTA_API void rota__list_emptied(struct rota_wheel *wheel,
  * bit: the slot starts at deadline >> *shift << *shift.  The level is that
  * of the highest bit in which the two differ (63 ^ clz is that bit).  The
  * one spelling of the slot geometry, for the inline arm and the library's
- * own filing; written from the level's first bit, in size_t, because the
- * level-first unsigned form makes compilers divide and multiply back. */
+ * own filing; written from the level's first bit, because computing the
+ * level first makes compilers divide and multiply back, and in unsigned,
+ * whose results need no widening (a signed or size_t mix sign-extends). */
 static inline size_t rota__slot_for(uint64_t deadline, uint64_t cur,
                                     size_t *shift)
 {
     unsigned top = 63u ^ (unsigned)__builtin_clzll(deadline ^ cur);
-    *shift = top - top % ROTA_WHEEL_BITS;
-    return *shift * (ROTA_WHEEL_SLOTS / ROTA_WHEEL_BITS) +
-           ((size_t)(deadline >> *shift) & (ROTA_WHEEL_SLOTS - 1));
+    unsigned first = top & ~(ROTA_WHEEL_BITS - 1u); /* BITS: a power of 2 */
+    *shift = first;
+    return (size_t)(first * (ROTA_WHEEL_SLOTS / ROTA_WHEEL_BITS) +
+                    ((unsigned)(deadline >> first) & (ROTA_WHEEL_SLOTS - 1)));
 }
 #endif
 
@@ -113,17 +118,19 @@ static inline void rota__write_links(struct rota_timer *timer,
     __builtin_memcpy(&timer->link_, &links, sizeof links);
 }
 
-/* Private: rota__arm_fast() when the slot's list is empty (its occupancy
- * bits and the bound on the next slot start change too).  Out of line, and
- * called last, so that the common case saves no registers. */
+/* Private: rota__arm_fast() when the list of the slot whose head is `head`
+ * is empty (its occupancy bits and the bound on the next slot start change
+ * too).  Out of line, and called last, so that the common case saves no
+ * registers (nor keeps the slot's number beside its head). */
 ROTA_API int rota__arm_empty_slot(struct rota_wheel *wheel,
                                   struct rota_timer *timer, uint64_t deadline,
-                                  unsigned slot);
+                                  struct rota_link *head);
 
-/* Private: file an idle timer at a deadline later than the wheel's `now`
- * and not inside a slot being cascaded (the library files the other
- * cases), so that rota_timer_arm_at() needs no call.  A busy slot's
- * occupancy bits and the next-step bound are already right. */
+/* Private: file an idle timer at a deadline >= the wheel's arm_min_ (so
+ * not due, not inside a slot being cascaded, and not below the earliest
+ * deadline: the library files the other cases), so that
+ * rota_timer_arm_at() needs no call.  A busy slot's occupancy bits and the
+ * next-step bound are already right. */
 static inline int rota__arm_fast(struct rota_wheel *wheel,
                                  struct rota_timer *timer, uint64_t deadline)
 {
@@ -131,34 +138,32 @@ static inline int rota__arm_fast(struct rota_wheel *wheel,
     struct rota_link *head = rota__slot_head(wheel, slot), *tail = head->prev;
 
     if (tail == head)
-        return rota__arm_empty_slot(wheel, timer, deadline, (unsigned)slot);
+        return rota__arm_empty_slot(wheel, timer, deadline, head);
     rota__write_links(timer, head, tail);
     timer->deadline_ = deadline;
     tail->next = &timer->link_;
     head->prev = &timer->link_;
     wheel->stats_.armed++;
-    if (deadline < wheel->earliest_) /* never true while unknown (0) */
-        wheel->earliest_ = deadline;
     return 0;
 }
 
-/* Private: move a pending timer to a deadline later than now, in the
- * common case: it is not alone in its list and no slot is half cascaded.
- * It leaves its list as rota_timer_cancel() takes it (the list stays busy,
- * so no occupancy bit changes and nothing is called before the filing) and
- * is filed as an idle one; counted as an arm of a pending timer (rearmed_),
- * as the library counts it.  Otherwise the library's call moves it. */
+/* Private: move a pending timer to a deadline >= arm_min_, in the common
+ * case: it is not alone in its list.  It leaves its list as
+ * rota_timer_cancel() takes it (the list stays busy, so no occupancy bit
+ * changes and nothing is called before the filing) and is filed as an
+ * idle one; counted as an arm of a pending timer (rearmed_), as the
+ * library counts it.  Otherwise the library's call moves it. */
 static inline int rota__move_pending(struct rota_wheel *wheel,
                                      struct rota_timer *timer,
                                      uint64_t deadline)
 {
     struct rota_link *prev = timer->link_.prev, *next = timer->link_.next;
-    if (wheel->idle_mark_ != ROTA__IDLE || prev == next)
+    if (prev == next)
         return rota_timer_arm_at_noinline(wheel, timer, deadline);
     prev->next = next;
     next->prev = prev;
     wheel->rearmed_++;
-    if (timer->deadline_ == wheel->earliest_)
+    if (timer->deadline_ <= wheel->arm_min_)
         wheel->earliest_ = 0; /* the cached earliest may be gone */
     return rota__arm_fast(wheel, timer, deadline);
 }
@@ -168,12 +173,12 @@ static inline int rota_timer_arm_at(struct rota_wheel *wheel,
                                     struct rota_timer *timer, uint64_t deadline)
 {
 #ifdef ROTA__INLINE_PATHS
-    /* A deadline after now (so not due, nothing to clamp): an idle timer
-     * is filed unless a slot is half cascaded (idle_mark_ says so), a
+    /* A deadline at or above arm_min_ (not due, no cascade open, not the
+     * new earliest) and nothing to clamp: an idle timer is filed, a
      * pending one moved (the pending test as in rota_timer_cancel()). */
-    if (wheel != NULL && timer != NULL && deadline > wheel->now_ &&
+    if (wheel != NULL && timer != NULL && deadline >= wheel->arm_min_ &&
         deadline <= ROTA_MAX_DEADLINE) {
-        if (timer->link_.prev == wheel->idle_mark_)
+        if (timer->link_.prev == ROTA__IDLE)
             return rota__arm_fast(wheel, timer, deadline);
         if ((uintptr_t)timer->link_.prev > wheel->pending_above_)
             return rota__move_pending(wheel, timer, deadline);
@@ -213,7 +218,7 @@ static inline int rota_timer_cancel(struct rota_wheel *wheel,
         next->prev = prev;
         timer->link_.prev = ROTA__IDLE;
         wheel->stats_.cancelled++;
-        if (timer->deadline_ == wheel->earliest_)
+        if (timer->deadline_ <= wheel->arm_min_)
             wheel->earliest_ = 0; /* the cached earliest may be gone */
         if (prev == next) /* both are the list's head: it is empty now */
             rota__list_emptied(wheel, prev);
@@ -227,28 +232,28 @@ static inline int rota_timer_touch_at(struct rota_wheel *wheel,
                                       struct rota_timer *timer,
                                       uint64_t deadline)
 {
-    /* The common cases only: a pending timer moved to a later deadline that
-     * needs no clamping (a store: the timer stays where it is filed, and
+    /* The common cases only, for a deadline the inline arm would file (at
+     * or above arm_min_: after now, so no clamping): a pending timer moved
+     * to a later deadline (a store: the timer stays where it is filed, and
      * the wheel checks it when its slot comes due), to the deadline it has
-     * (nothing), or to an earlier one after now (moved at once, as the
-     * library's touch re-arms it).  This mirrors
-     * rota_timer_touch_at_noinline(). */
+     * (nothing), or to an earlier one (moved at once, as the library's
+     * touch re-arms it).  This mirrors rota_timer_touch_at_noinline(). */
+    uint64_t min;
     if (wheel != NULL && timer != NULL &&
         (uintptr_t)timer->link_.prev > wheel->pending_above_ &&
-        deadline >= wheel->now_ && deadline <= ROTA_MAX_DEADLINE) {
+        deadline >= (min = wheel->arm_min_) && deadline <= ROTA_MAX_DEADLINE) {
         uint64_t old = timer->deadline_;
         if (deadline > old) {
             timer->deadline_ = deadline;
             wheel->stats_.touched++;
-            if (old == wheel->earliest_) /* the cached earliest may go */
+            if (old <= min) /* the cached earliest may be gone */
                 wheel->earliest_ = 0;
             return 0;
         }
         if (deadline == old)
             return 0;
 #ifdef ROTA__INLINE_PATHS
-        if (deadline > wheel->now_) /* earlier: moved, as an arm moves it */
-            return rota__move_pending(wheel, timer, deadline);
+        return rota__move_pending(wheel, timer, deadline); /* earlier */
 #endif
     }
     return rota_timer_touch_at_noinline(wheel, timer, deadline);
@@ -258,25 +263,27 @@ static inline int rota_timer_touch_range_at(struct rota_wheel *wheel,
                                             struct rota_timer *timer,
                                             uint64_t earliest, uint64_t latest)
 {
-    /* The common cases only: pending and a window that needs no clamping;
-     * the deadline already inside it (nothing to do, not even a store) or
-     * before it (a touch to the window's pick: a store, as
-     * rota_timer_touch_at() does).  Everything else goes to
-     * rota_timer_touch_range_at_noinline(), which has the same contract. */
+    /* The common cases only: pending and a window the inline arm would
+     * file (from arm_min_ on: no clamping); the deadline already inside it
+     * (nothing to do, not even a store) or before it (a touch to the
+     * window's pick: a store, as rota_timer_touch_at() does).  Everything
+     * else goes to rota_timer_touch_range_at_noinline(), which has the same
+     * contract. */
+    uint64_t min;
     if (wheel != NULL && timer != NULL &&
         (uintptr_t)timer->link_.prev > wheel->pending_above_ &&
-        earliest >= wheel->now_ && earliest <= latest &&
+        earliest >= (min = wheel->arm_min_) && earliest <= latest &&
         latest <= ROTA_MAX_DEADLINE) {
         uint64_t old = timer->deadline_;
         if (old >= earliest && old <= latest)
             return 0;
 #ifdef ROTA__INLINE_PATHS
-        if (old < earliest && earliest > 0) { /* the window's coarsest time */
+        if (old < earliest) { /* the window's coarsest time (earliest > 0) */
             unsigned bit =
                 63u - (unsigned)__builtin_clzll((earliest - 1) ^ latest);
             timer->deadline_ = latest & ~(((uint64_t)1 << bit) - 1);
             wheel->stats_.touched++;
-            if (old == wheel->earliest_) /* the cached earliest may be gone */
+            if (old <= min) /* the cached earliest may be gone */
                 wheel->earliest_ = 0;
             return 0;
         }

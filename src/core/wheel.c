@@ -124,9 +124,18 @@
  *     lives in the struct rota_periodic around a periodic timer, found
  *     through its callback only when it fires.
  *   - A check reads what the operation reads anyway: cancel compares the
- *     prev link it is about to follow with one wheel field, arm compares
- *     it with another (which also turns the inline arm off while a slot is
- *     half cascaded, and every inline path off in a debug build).  What
+ *     prev link it is about to follow with one wheel field (pending_above_,
+ *     which a debug build sets so that no timer passes).  Arm reads one
+ *     wheel field for all it must know of the wheel, arm_min_: a deadline
+ *     at or above it is not due, is not inside a slot being cascaded, and
+ *     is not below the earliest deadline, so the inline arm files it and
+ *     updates nothing else.  The library keeps arm_min_ above now_ and
+ *     next_step_ (so the inline advance never makes such a deadline due)
+ *     and at or above the earliest deadline, setting it again where one of
+ *     them goes up (set_arm_min()); UINT64_MAX while a slot is half
+ *     cascaded and always in a debug build.  A cancel, touch or move of a
+ *     timer whose deadline is <= arm_min_ forgets the earliest deadline:
+ *     the compare the cache needed anyway, against the same field.  What
  *     the timer cannot record (its wheel, garbage that is not zeroes) is
  *     the debug build's to check.
  *   - No load waits on a store that cannot be forwarded: a field is read
@@ -135,15 +144,19 @@
  *     empty to not empty, which arm sees in the tail pointer it loads
  *     anyway; that branch is a call made last (rota__arm_empty_slot()), so
  *     the common case saves no registers.
- *   - The slot comes from its level's first bit, in size_t, and its head
- *     from a byte offset (rota__slot_for(), rota__slot_head()): level-first
- *     unsigned arithmetic makes gcc divide and multiply back, widen twice
- *     and build the head's address twice.
+ *   - The slot comes from its level's first bit, in unsigned arithmetic,
+ *     and its head from a byte offset (rota__slot_for(), rota__slot_head()):
+ *     level-first arithmetic makes gcc divide and multiply back, a size_t
+ *     mix makes it sign-extend, and indexing builds the head's address
+ *     twice.  The empty-slot call takes the head, not the slot's number,
+ *     so the number need not live beside it.
  *   - Arm writes the timer's links in one 16-byte store.
  *   What is left beyond wheel-bare's work: the argument and state checks,
  *   the statistics counters (one add each on arm and cancel, which the
  *   O(1) count is derived from) and the earliest-deadline cache (a compare
- *   on each, which keeps rota_wheel_next_deadline() exact).
+ *   in cancel, none in the inline arm, which keeps
+ *   rota_wheel_next_deadline() exact).  Its price is paid per pass, not
+ *   per arm: a pass that fires sets arm_min_ twice (~13 instructions).
  *
  * ALTERNATIVES REJECTED
  *   - One wheel with a rounds counter (Netty, go-zero): every tick visits a
@@ -226,6 +239,29 @@ static void mark_empty(struct rota_wheel *w, unsigned slot)
         w->occupied_words_ &= ~(1u << (slot / 64));
 }
 
+/*
+ * The lowest deadline the inline arm may file (rota.h: arm_min_), set
+ * again wherever one of its terms goes up: now_ (a pass begins),
+ * next_step_ (a pass moves to the next slot), earliest_ (found again), a
+ * cascade closing; and after a library arm, so that the inline arm takes
+ * the next one.  A term that goes down leaves it safe: an arm_min_ too
+ * high only sends more arms to the library, and makes the inline cancel
+ * forget the earliest deadline more often than it must.
+ */
+static void set_arm_min(struct rota_wheel *w)
+{
+#ifdef ROTA_DEBUG
+    w->arm_min_ = UINT64_MAX;
+#else
+    uint64_t min = w->now_ + 1; /* now_ <= ROTA_MAX_DEADLINE < UINT64_MAX */
+    if (w->next_step_ > min)
+        min = w->next_step_;
+    if (w->earliest_ > min)
+        min = w->earliest_;
+    w->arm_min_ = w->cascade_end_ != 0 ? UINT64_MAX : min;
+#endif
+}
+
 /* ------------------------------------------------------------- filing */
 
 /* Append `link` to slot `slot`, whose start is `start`; a slot going from
@@ -289,7 +325,7 @@ void rota__list_emptied(struct rota_wheel *w, struct rota_link *head)
  * nothing steps while a cascade is open.  A deadline below cascade_mid_
  * armed meanwhile joins the back of the cascade list instead: the front
  * walk files it after the older timers of its deadline.  The inline arm
- * knows nothing of this, so it is off (rota.h: ROTA__NO_INLINE).
+ * knows nothing of this, so it is off (arm_min_ is UINT64_MAX).
  */
 static void cascade_open(struct rota_wheel *w, uint64_t start, unsigned level)
 {
@@ -301,7 +337,7 @@ static void cascade_open(struct rota_wheel *w, uint64_t start, unsigned level)
 #else
     w->cascade_mid_ = start + ((uint64_t)1 << ((level - 1) * ROTA_WHEEL_BITS));
 #endif
-    w->idle_mark_ = ROTA__NO_INLINE;
+    w->arm_min_ = UINT64_MAX; /* the inline arm files nothing */
 }
 
 /* The cascade is done (or emptied by cancels, or drained): marks out. */
@@ -322,7 +358,7 @@ static void cascade_close(struct rota_wheel *w)
     }
     w->cascade_end_ = 0;
     w->cascade_mid_ = 0;
-    w->idle_mark_ = IDLE_MARK;
+    set_arm_min(w);
 }
 
 /* Who files a timer while a cascade is open. */
@@ -894,6 +930,10 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
     if (rota__advance_idle(w, now))
         return PASS_IDLE;
     w->now_ = now;
+    /* A callback's inline arm must not file a time that is due; the end
+     * of the pass sets arm_min_ afresh (settle_earliest()). */
+    if (w->arm_min_ <= now)
+        w->arm_min_ = now + 1;
     return PASS_RUN;
 }
 
@@ -909,12 +949,13 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
  */
 static void settle_earliest(struct rota_wheel *w, bool more)
 {
-    if (w->earliest_ == 0)
-        return;
-    if (!more && w->earliest_ <= w->now_)
-        w->earliest_ = 0;
-    else if (w->earliest_ < w->next_step_)
-        w->next_step_ = w->earliest_;
+    if (w->earliest_ != 0) {
+        if (!more && w->earliest_ <= w->now_)
+            w->earliest_ = 0;
+        else if (w->earliest_ < w->next_step_)
+            w->next_step_ = w->earliest_;
+    }
+    set_arm_min(w); /* the pass may have moved next_step_ up */
 }
 
 /* Timers armed by callbacks with a deadline <= now join the wheel. */
@@ -968,12 +1009,12 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
     if (now > ROTA_MAX_DEADLINE)
         now = ROTA_MAX_DEADLINE;
     *w = (struct rota_wheel){0};
-    w->idle_mark_ = IDLE_MARK;
     w->pending_above_ = PENDING_ABOVE;
     w->now_ = now;
     w->cur_ = now;
     w->next_step_ = ROTA_NEVER;
     w->earliest_ = ROTA_NEVER;
+    set_arm_min(w); /* UINT64_MAX: the first arm sets the earliest */
     list_init(&w->due_);
     list_init(&w->deferred_);
     list_init(&w->cascade_);
@@ -1215,6 +1256,7 @@ uint64_t rota_wheel_next_deadline(struct rota_wheel *w)
     uint64_t earliest = find_earliest(w);
 #endif
     w->earliest_ = earliest;
+    set_arm_min(w); /* no inline arm below it from now on */
     return earliest;
 }
 
@@ -1324,6 +1366,7 @@ static int drain_call(struct rota_wheel *w,
         fn(t, arg);
     }
     w->earliest_ = 0;
+    set_arm_min(w);
     return 0;
 }
 
@@ -1398,18 +1441,20 @@ static void arm_at(struct rota_wheel *w, struct rota_timer *t,
     else
         file_timer(w, t);
     set_pending(t);
+    set_arm_min(w); /* lower again, if the earliest went down */
 }
 
 int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
-                         uint64_t deadline, unsigned slot)
+                         uint64_t deadline, struct rota_link *head)
 {
-    unsigned shift = (slot / ROTA_WHEEL_SLOTS) * ROTA_WHEEL_BITS;
+    size_t slot = (size_t)(head - w->slot_);
+    unsigned shift = (unsigned)(slot / ROTA_WHEEL_SLOTS) * ROTA_WHEEL_BITS;
     slot_filled(w, slot, deadline >> shift << shift);
     t->deadline_ = deadline;
-    list_append(&w->slot_[slot], &t->link_);
+    list_append(head, &t->link_);
     set_pending(t);
     w->stats_.armed++;
-    note_new_deadline(w, deadline);
+    /* deadline >= arm_min_ >= earliest_: the earliest stays. */
     return 0;
 }
 

@@ -96,8 +96,20 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     if (!list_empty(&w->cascade_) &&
         (w->cascade_end_ <= w->cur_ || w->next_step_ > w->cur_))
         FAIL("a cascade is pending but the wheel does not know it");
-    if (w->idle_mark_ != (w->cascade_end_ != 0 ? ROTA__NO_INLINE : IDLE_MARK))
-        FAIL("the inline arm is on during a cascade, or off without one");
+#ifdef ROTA_DEBUG
+    if (w->arm_min_ != UINT64_MAX)
+        FAIL("the inline arm is on in a debug build");
+#endif
+    if (w->cascade_end_ != 0 && w->arm_min_ != UINT64_MAX)
+        FAIL("the inline arm is on during a cascade");
+    if (w->arm_min_ <= w->now_)
+        FAIL("the inline arm may file a deadline that is due");
+    /* Inside a pass next_step_ moves up alone: the inline advance, which
+     * needs arm_min_ above it, cannot run there. */
+    if (!w->in_pass_ && w->arm_min_ < w->next_step_)
+        FAIL("the inline arm may file a deadline that an advance makes due");
+    if (w->earliest_ != 0 && w->arm_min_ < w->earliest_)
+        FAIL("the inline arm may file a deadline below the earliest");
     if (w->pending_above_ != PENDING_ABOVE)
         FAIL("the inline cancel and touch take the wrong timers");
     if (w->cascade_end_ != 0

@@ -10,7 +10,7 @@
  * file.
  *
  * THE ROUTE
- *   A debug build's wheels set idle_mark_ to ROTA__NO_INLINE and
+ *   A debug build's wheels set arm_min_ to UINT64_MAX and
  *   pending_above_ to UINTPTR_MAX, so rota.h's inline arm, cancel and touch
  *   never take a timer of theirs: in a program linked with a debug build
  *   they always hand the call to the library, whether or not the program
@@ -417,7 +417,7 @@ static inline bool debug_in_live_list(const struct rota_timer *t)
         const struct rota_wheel *w = (const struct rota_wheel *)base;
         if (w != NULL && debug_inside(w, head))
             return w->pending_above_ == PENDING_ABOVE &&
-                   w->idle_mark_ == IDLE_MARK;
+                   w->arm_min_ == UINT64_MAX;
     }
     return false;
 }

@@ -41,14 +41,13 @@ static inline bool timer_initialised(const struct rota_timer *t)
     return (uintptr_t)t->link_.prev >= (uintptr_t)ROTA__IDLE;
 }
 
-/* The wheel's idle_mark_ when no cascade is open, and its pending_above_
- * (rota.h, struct rota_wheel): a debug build's turn rota.h's inline paths
- * off, so that every call reaches the library's checks. */
+/* The wheel's pending_above_ (rota.h, struct rota_wheel): a debug
+ * build's turns rota.h's inline cancel and touch off, as its arm_min_
+ * (always UINT64_MAX there) turns the inline arm off, so that every call
+ * reaches the library's checks. */
 #ifdef ROTA_DEBUG
-#define IDLE_MARK ROTA__NO_INLINE
 #define PENDING_ABOVE UINTPTR_MAX
 #else
-#define IDLE_MARK ROTA__IDLE
 #define PENDING_ABOVE ((uintptr_t)ROTA__IDLE)
 #endif
 

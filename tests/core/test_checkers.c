@@ -89,16 +89,53 @@ TEST(wheel_check_catches_inline_arm_left_on_in_a_cascade)
     CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 256, 2, NULL), 1);
     CHECK(wheel.cascade_end_ == 512);
     CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
-    struct rota_link *busy = wheel.idle_mark_;
-    wheel.idle_mark_ = ROTA__IDLE; /* the inline arm on mid-cascade */
+    CHECK(wheel.arm_min_ == UINT64_MAX);
+    wheel.arm_min_ = 512; /* the inline arm on mid-cascade */
     CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
     CHECK(has(why, "inline arm"));
-    wheel.idle_mark_ = busy;
+    wheel.arm_min_ = UINT64_MAX;
     CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 299), 0);
     CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
     CHECK(wheel.cascade_end_ == 0);
     for (unsigned i = 0; i < 10; i++)
+        CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[i]), 1);
+}
+
+/* The inline arm files a deadline >= arm_min_ with no other check: one
+ * set too low would file a due deadline, one an idle advance makes due,
+ * or one below the cached earliest deadline without lowering it. */
+TEST(wheel_check_catches_arm_min_too_low)
+{
+    static struct rota_timer t[2];
+    const char *why;
+
+    rota_wheel_init(&wheel, 100);
+    for (unsigned i = 0; i < 2; i++)
+        rota_timer_init(&t[i], NULL);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[0], 5000), 0);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[1], 7000), 0);
+    CHECK(rota_wheel_next_deadline(&wheel) == 5000);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    /* A debug build's arm_min_ is always UINT64_MAX (every arm goes to
+     * the library): the planted values below fail there for that. */
+    bool debug = wheel.pending_above_ == UINTPTR_MAX;
+    /* The earliest known and no cascade open: arm_min_ is the earliest. */
+    CHECK(wheel.arm_min_ == (debug ? UINT64_MAX : 5000));
+    uint64_t good = wheel.arm_min_;
+    wheel.arm_min_ = 100; /* now_: a deadline at now would be filed */
+    CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
+    CHECK(has(why, debug ? "debug" : "due"));
+    wheel.arm_min_ = wheel.next_step_ - 1; /* below the next slot start */
+    CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
+    CHECK(has(why, debug ? "debug" : "advance"));
+    wheel.arm_min_ = 4999; /* above now_ and next_step_, below 5000 */
+    CHECK(wheel.next_step_ <= 4999);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
+    CHECK(has(why, debug ? "debug" : "earliest"));
+    wheel.arm_min_ = good;
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    for (unsigned i = 0; i < 2; i++)
         CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[i]), 1);
 }
 
@@ -202,6 +239,7 @@ int main(int argc, char **argv)
         H_TEST(wheel_check_catches_flipped_occupancy_bit),
         H_TEST(wheel_check_catches_timer_in_the_wrong_slot),
         H_TEST(wheel_check_catches_inline_arm_left_on_in_a_cascade),
+        H_TEST(wheel_check_catches_arm_min_too_low),
         H_TEST(keyed_check_catches_timers_lost_behind_its_back),
         H_TEST(keyed_check_catches_a_corrupt_wheel),
     };
