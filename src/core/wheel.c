@@ -580,18 +580,6 @@ renew(const struct rota_wheel *w, struct budget *b, size_t *left)
     *left = OPEN_CHUNK;
 }
 
-/* Take one unit of `*left`, or note that there is none (the caller
- * renews an open budget). */
-static inline bool take_one(struct budget *b, size_t *left)
-{
-    if (*left == 0) {
-        b->stopped = true;
-        return false;
-    }
-    --*left;
-    return true;
-}
-
 /* Take one unit of `*left`; an open budget is renewed when spent. */
 static inline bool spend(const struct rota_wheel *w, struct budget *b,
                          size_t *left)
