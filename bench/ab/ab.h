@@ -14,5 +14,7 @@ double ab_churn(const uint32_t *ids, const uint32_t *delays, uint32_t ops);
 double ab_refresh(const uint32_t *ids, uint32_t ops);
 int ab_storm(const uint32_t *delays, uint32_t span, double *arm_ns,
              double *expiry_ns);
+int ab_periodic_setup(uint32_t n, const uint32_t *periods);
+double ab_periodic(uint32_t ticks);
 
 #endif

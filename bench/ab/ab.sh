@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # ab.sh - is build B of rota faster than build A?  Interleaved in one process.
 #
-#   bench/ab/ab.sh [-w churn,refresh,storm] [-n N] [-s SEGMENTS] [-o OPS] A B
+#   bench/ab/ab.sh [-w churn,refresh,storm,periodic] [-n N] [-s SEGMENTS]
+#                  [-o OPS] A B
 #
 # A and B are each a git revision of this repository (HEAD, b1831b7, ...) or
 # a directory holding a rota source tree (`.` is the working tree, with its
@@ -15,9 +16,11 @@
 # Compare A with itself first to see how wide the quartiles are here.
 #
 # Workloads (bench/ab/side.c): churn = W1 (cancel + arm a random timer),
-# refresh = W2 with the checked touch, storm = W3 (arm N, fire them all);
-# -w takes a comma-separated list.  Defaults: churn, N = 1000000, 30
-# segments of 300000 operations (a storm segment is one arm-and-fire of N).
+# refresh = W2 with the checked touch, storm = W3 (arm N, fire them all),
+# periodic = W5 (N periodic timers, periods uniform in [10, 1000], advanced
+# tick by tick; ns per fire); -w takes a comma-separated list.  Defaults:
+# churn, N = 1000000, 30 segments of 300000 operations (a storm segment is
+# one arm-and-fire of N; a periodic one, the ticks that fire about OPS).
 # Needs cmake, a C compiler, nm and objcopy (binutils).
 set -eu
 
@@ -28,11 +31,11 @@ while getopts w:n:s:o: opt; do
     n) n=$OPTARG ;;
     s) segments=$OPTARG ;;
     o) ops=$OPTARG ;;
-    *) sed -n '3,21p' "$0" >&2; exit 2 ;;
+    *) sed -n '3,24p' "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 2 ] || { sed -n '3,21p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '3,24p' "$0" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)

@@ -20,12 +20,19 @@
     int prefix##ab_setup(uint32_t, const uint32_t *, int);                     \
     double prefix##ab_churn(const uint32_t *, const uint32_t *, uint32_t);     \
     double prefix##ab_refresh(const uint32_t *, uint32_t);                     \
-    int prefix##ab_storm(const uint32_t *, uint32_t, double *, double *);
+    int prefix##ab_storm(const uint32_t *, uint32_t, double *, double *);      \
+    int prefix##ab_periodic_setup(uint32_t, const uint32_t *);                 \
+    double prefix##ab_periodic(uint32_t);
 AB_SIDE(a_)
 AB_SIDE(b_)
 
 #define MAX_SEGMENTS 1000
 #define STORM_SPAN 60000u
+/* W5's periods: uniform in [PERIOD_MIN, PERIOD_MAX]; a tick fires about
+ * n x FIRES_PER_TICK of them (the mean of 1 / period). */
+#define PERIOD_MIN 10u
+#define PERIOD_MAX 1000u
+#define FIRES_PER_TICK 0.00465
 
 static int by_value(const void *x, const void *y)
 {
@@ -61,8 +68,8 @@ static void die(const char *what)
 int main(int argc, char **argv)
 {
     if (argc != 5) {
-        fprintf(stderr, "usage: ab_harness churn|refresh|storm N SEGMENTS "
-                        "OPS_PER_SEGMENT\n");
+        fprintf(stderr, "usage: ab_harness churn|refresh|storm|periodic N "
+                        "SEGMENTS OPS_PER_SEGMENT\n");
         return 2;
     }
     const char *workload = argv[1];
@@ -82,11 +89,24 @@ int main(int argc, char **argv)
         delays[i] = 1 + (uint32_t)(splitmix(&seed) % STORM_SPAN);
 
     int storm = strcmp(workload, "storm") == 0;
-    if (!storm && strcmp(workload, "churn") && strcmp(workload, "refresh"))
-        die("workload is churn, refresh or storm");
-    if (a_ab_setup(n, storm ? NULL : delays, !storm) != 0 ||
-        b_ab_setup(n, storm ? NULL : delays, !storm) != 0)
+    int periodic = strcmp(workload, "periodic") == 0;
+    if (!storm && !periodic && strcmp(workload, "churn") &&
+        strcmp(workload, "refresh"))
+        die("workload is churn, refresh, storm or periodic");
+    if (periodic) {
+        for (uint32_t i = 0; i < n; i++)
+            delays[i] = PERIOD_MIN + (uint32_t)(splitmix(&seed) %
+                                                (PERIOD_MAX - PERIOD_MIN + 1));
+        if (a_ab_periodic_setup(n, delays) != 0 ||
+            b_ab_periodic_setup(n, delays) != 0)
+            die("setup failed");
+    } else if (a_ab_setup(n, storm ? NULL : delays, !storm) != 0 ||
+               b_ab_setup(n, storm ? NULL : delays, !storm) != 0) {
         die("setup failed");
+    }
+    /* A periodic segment is the ticks that fire about OPS timers. */
+    double per_tick = (double)n * FIRES_PER_TICK;
+    uint32_t ticks = (uint32_t)((double)ops / per_tick) + 1;
 
     double a[MAX_SEGMENTS], b[MAX_SEGMENTS];
     double a2[MAX_SEGMENTS], b2[MAX_SEGMENTS];
@@ -98,6 +118,12 @@ int main(int argc, char **argv)
         for (int turn = 0; turn < 2; turn++) {
             int side_b = (s + turn) % 2; /* A B, B A, A B, ... */
             double *t = side_b ? &b[s] : &a[s], *t2 = side_b ? &b2[s] : &a2[s];
+            if (periodic) {
+                *t = (side_b ? b_ab_periodic : a_ab_periodic)(ticks);
+                if (*t < 0)
+                    die("a periodic segment fired nothing, or lost timers");
+                continue;
+            }
             if (storm) {
                 if ((side_b ? b_ab_storm : a_ab_storm)(delays, STORM_SPAN, t,
                                                        t2) != 0)

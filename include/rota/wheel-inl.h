@@ -39,7 +39,8 @@ struct rota_wheel {
     uintptr_t pending_above_;
     uint32_t occupied_words_; /* bit i: occupied_[i] != 0 */
     uint8_t in_pass_;
-    uint8_t reserved_[3];
+    uint8_t late_run_; /* the lateness bucket of the open run (wheel.c) */
+    uint8_t reserved_[2];
     uint64_t cascade_end_; /* end of the slot in cascade_, 0 when none */
     uint64_t rearmed_;     /* arms of pending timers: see pending_count() */
     uint64_t refired_;     /* fires after which a periodic timer stayed */
@@ -61,7 +62,7 @@ struct rota_wheel {
      * rota_timer_arm_in() only; NULL when none is set. */
     uint64_t (*time_fn_)(void *arg);
     void *time_arg_;
-    /* rota_wheel_lateness(): one increment per fire, in the fire loops. */
+    /* rota_wheel_lateness(): counted by runs of one bucket (wheel.c). */
     uint64_t late_[ROTA_LATE_BUCKETS];
 };
 

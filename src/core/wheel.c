@@ -151,6 +151,26 @@
  *     twice.  The empty-slot call takes the head, not the slot's number,
  *     so the number need not live beside it.
  *   - Arm writes the timer's links in one 16-byte store.
+ *   The fire loop (advance_pass()) keeps to these:
+ *   - What no callback can change lives in registers for the whole pass:
+ *     now_, the fire budget, the deadline of the lateness run.  A callback
+ *     cannot advance or expire the wheel, so only the loop moves cur_ and
+ *     now_; the budget goes back to memory before find_due() or renew()
+ *     reads it.
+ *   - A fire whose deadline is the run's is due without a look at cur_
+ *     (the run's deadline is one that was due), and costs the histogram
+ *     nothing: stats_.fired counts it for the open bucket ("the lateness
+ *     histogram by runs").  The fired count the call returns is derived
+ *     from stats_.fired too.
+ *   - A release build leaves an idle timer's next link as it was: nothing
+ *     reads it.
+ *   - find_due() and step() are inlined into the loop, so that the two
+ *     looks per pass (the slot that comes due, then the one that does not)
+ *     save no registers; the due list's preload stops at once when the
+ *     list holds one or two timers.
+ *   - A periodic re-arm on time tests its period once: one unsigned
+ *     compare sends period 0 and a deadline past ROTA_MAX_DEADLINE the
+ *     slow way.
  *   What is left beyond wheel-bare's work: the argument and state checks,
  *   the statistics counters (one add each on arm and cancel, which the
  *   O(1) count is derived from) and the earliest-deadline cache (a compare
@@ -596,18 +616,6 @@ renew(const struct rota_wheel *w, struct budget *b, size_t *left)
     *left = OPEN_CHUNK;
 }
 
-/* Take one unit of `*left`, or note that there is none (the caller
- * renews an open budget). */
-static inline bool take_one(struct budget *b, size_t *left)
-{
-    if (*left == 0) {
-        b->stopped = true;
-        return false;
-    }
-    --*left;
-    return true;
-}
-
 /* Take one unit of `*left`; an open budget is renewed when spent. */
 static inline bool spend(const struct rota_wheel *w, struct budget *b,
                          size_t *left)
@@ -748,7 +756,8 @@ static bool run_cascade(struct rota_wheel *w, struct budget *b)
  * filed again by run_cascade().  Returns false, with next_step_ set, when
  * nothing comes due by `limit`.
  */
-static bool step(struct rota_wheel *w, uint64_t limit, struct budget *b)
+static inline __attribute__((always_inline)) bool
+step(struct rota_wheel *w, uint64_t limit, struct budget *b)
 {
     unsigned slot;
 
@@ -786,7 +795,8 @@ static bool step(struct rota_wheel *w, uint64_t limit, struct budget *b)
  * cascade, and came before them in it), then the cascade, then the next
  * slot.
  */
-static struct rota_timer *peek_due(struct rota_wheel *w, struct budget *b)
+static inline __attribute__((always_inline)) struct rota_timer *
+find_due(struct rota_wheel *w, struct budget *b)
 {
     for (;;) {
         while (!list_empty(&w->due_)) {
@@ -813,6 +823,14 @@ static struct rota_timer *peek_due(struct rota_wheel *w, struct budget *b)
             return NULL;
         }
     }
+}
+
+/* find_due() for the calls outside advance()'s fire loop, which inlines
+ * it: there a call would save and restore six registers twice a pass. */
+static struct rota_timer *__attribute__((noinline))
+peek_due(struct rota_wheel *w, struct budget *b)
+{
+    return find_due(w, b);
 }
 
 /* Whether a call that stopped at its limit left work: a due or touched
@@ -865,11 +883,13 @@ static bool next_period(const struct rota_wheel *w,
     return add_deadline(fired, k * period, next);
 }
 
-/* Remove the due timer at the head and account for its firing; a periodic
- * timer is filed again first, so its callback may cancel or re-arm it.
- * Returns how late it fired; *fn is the callback to run. */
+/* Remove the due timer `t` and account for its firing; a periodic timer
+ * is filed again first, so its callback may cancel or re-arm it.  `now` is
+ * now_, which no callback can move.  Returns how late it fired; *fn is the
+ * callback to run. */
 static inline __attribute__((always_inline)) uint64_t
-take_due(struct rota_wheel *w, struct rota_timer *t, rota_timer_fn **fn)
+take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t now,
+         rota_timer_fn **fn)
 {
     uint64_t fired = t->deadline_;
     uint64_t next;
@@ -880,35 +900,64 @@ take_due(struct rota_wheel *w, struct rota_timer *t, rota_timer_fn **fn)
     *fn = timer_fn(t);
     if (*fn != rota__periodic_fire) {
         set_idle(t);
-        return w->now_ - fired;
+        return now - fired;
     }
     struct rota_periodic *p = periodic_of(t);
+    uint64_t period = p->period_;
     *fn = p->fn_;
-    if (p->period_ == 0) { /* armed by rota_timer_arm_at() alone: once */
+    /* Fired on time with a period that does not pass the last deadline,
+     * every policy continues the schedule: no division.  One unsigned
+     * compare also sends period 0 (armed by rota_timer_arm_at() alone:
+     * it fires once) the slow way. */
+    if (fired == now && period - 1 < ROTA_MAX_DEADLINE - fired)
+        next = fired + period;
+    else if (period == 0 || !next_period(w, p, fired, &next)) {
         set_idle(t);
-        return w->now_ - fired;
-    }
-    /* Fired on time, every policy continues the schedule: no division. */
-    if (fired == w->now_ && p->period_ <= ROTA_MAX_DEADLINE - fired)
-        next = fired + p->period_;
-    else if (!next_period(w, p, fired, &next)) {
-        set_idle(t);
-        return w->now_ - fired;
+        return now - fired;
     }
     t->deadline_ = next;
     file_timer(w, t);
     set_pending(t);
     note_new_deadline(w, next);
     w->refired_++;
-    return w->now_ - fired;
+    return now - fired;
 }
 
-/* Count a fire `late` ticks after its deadline (rota_wheel_lateness()):
- * bucket 0 on time, bucket k for 2^(k-1) <= late < 2^k. */
-static inline __attribute__((always_inline)) void
-count_late(struct rota_wheel *w, uint64_t late)
+/*
+ * THE LATENESS HISTOGRAM BY RUNS
+ *   rota_wheel_lateness() counts every fire in the log2 bucket of its
+ *   `late`, and may be read at any time, from a callback too.  Fires come
+ *   in runs of one deadline (a due list is one deadline but for stragglers),
+ *   and within one call a run's fires are equally late, so the fire loops
+ *   count runs, not fires.  late_run_ names the open bucket; while it is
+ *   open, late_[late_run_] holds its count minus stats_.fired at its
+ *   opening, and stats_.fired counts its fires as they happen: count[k] is
+ *   late_[k] plus, for k == late_run_, stats_.fired, exact at every moment.
+ *   A loop keeps the deadline of the run it is in, and a fire of another
+ *   deadline first opens that fire's bucket (late_open()), unless it is the
+ *   open one.  Nothing else changes the open bucket; it stays open across
+ *   calls.
+ */
+
+/* The log2 bucket of `late`: 0 on time, k for 2^(k-1) <= late < 2^k. */
+static inline unsigned late_bucket(uint64_t late)
 {
-    w->late_[late == 0 ? 0 : 64 - __builtin_clzll(late)]++;
+    return late == 0 ? 0 : 64u - (unsigned)__builtin_clzll(late);
+}
+
+/* The next fire, not yet counted in stats_.fired, is `late` ticks late and
+ * starts a run: make its bucket the open one. */
+static void __attribute__((noinline))
+late_open(struct rota_wheel *w, uint64_t late)
+{
+    unsigned bucket = late_bucket(late);
+
+    if (bucket != w->late_run_) {
+        uint64_t fired = w->stats_.fired;
+        w->late_[w->late_run_] += fired;
+        w->late_[bucket] -= fired;
+        w->late_run_ = (uint8_t)bucket;
+    }
 }
 
 /* What begin_pass() found. */
@@ -1031,7 +1080,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited,
              size_t *fired)
 {
     struct budget b;
-    size_t count = 0;
+    uint64_t fired_before = w->stats_.fired;
     int more = 0;
 
     budget_start(&b, chunk, limited);
@@ -1043,32 +1092,57 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited,
         settle_earliest(w, more); /* peek_due() may have moved next_step_ */
         break;
     case PASS_RUN: {
-        struct rota_timer *t;
+        /* The loop keeps in registers what no callback can change: now_
+         * (a callback cannot advance or expire this wheel), the fire
+         * budget (find_due() and renew() read it from b, where it is put
+         * back before they run) and the deadline of the run it is in (see
+         * "the lateness histogram by runs").  Stores through the lists
+         * would otherwise make the compiler reload them all. */
+        const uint64_t at = w->now_; /* `now`, clamped by begin_pass() */
+        uint64_t run = ROTA_NEVER;   /* no run yet */
+        size_t fires;
         w->in_pass_ = 1;
     fire:
+        fires = b.fires;
         for (;;) {
-            /* The usual case first: the due list's head is due. */
             struct rota_link *head = w->due_.next;
-            if (head != &w->due_ && timer_of(head)->deadline_ <= w->cur_ &&
-                b.fires > 0) {
-                t = timer_of(head);
-                b.fires--;
-            } else if ((t = peek_due(w, &b)) == NULL ||
-                       !take_one(&b, &b.fires)) {
-                break;
+            struct rota_timer *t = NULL;
+            /* The usual case first: the head is due, and of the run's
+             * deadline, which is <= cur_ (the run's first fire was due)
+             * and is nothing but due: a touched timer at the head has a
+             * deadline > cur_, and one armed by a callback with a deadline
+             * <= now_ waits on the deferred list. */
+            if (head == &w->due_ || (t = timer_of(head))->deadline_ != run ||
+                fires == 0) {
+                if (head == &w->due_ || t->deadline_ > w->cur_ || fires == 0) {
+                    b.fires = fires;
+                    t = find_due(w, &b);
+                    if (t == NULL)
+                        break;
+                    if (fires == 0) {
+                        b.stopped = true;
+                        break;
+                    }
+                    head = &t->link_;
+                }
+                /* A new run: on time in the open bucket 0 is the usual
+                 * case, and costs nothing more. */
+                run = t->deadline_;
+                if (run != at || w->late_run_ != 0)
+                    late_open(w, at - run);
             }
-            rota_timer_fn *fn;
-            uint64_t late = take_due(w, t, &fn);
-            count_late(w, late);
-            count++;
+            fires--;
             /* The next due timer's miss overlaps with this callback. */
-            __builtin_prefetch(w->due_.next);
+            __builtin_prefetch(head->next);
+            rota_timer_fn *fn;
+            uint64_t late = take_due(w, t, at, &fn);
             if (fn != NULL)
                 fn(w, t, late); /* may free t: not touched afterwards */
         }
         /* Unless the limit stopped the loop, it saw no due timer left;
          * then only deferred timers can be due, and end_pass() puts them
          * on the due list. */
+        b.fires = fires;
         if (b.stopped && !b.limited) {
             /* Out of the loop, so that the loop makes no call of its
              * own but the callback's (see "walks that end"). */
@@ -1082,7 +1156,9 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited,
         break;
     }
     }
-    *fired = count;
+    /* Every fire since the call began is this pass's: a callback can
+     * fire nothing of this wheel. */
+    *fired = (size_t)(w->stats_.fired - fired_before);
     return more;
 }
 
@@ -1150,10 +1226,15 @@ static int expire_call(struct rota_wheel *w, uint64_t now,
         settle_earliest(w, more);
         break;
     case PASS_RUN: {
+        uint64_t run = ROTA_NEVER; /* the lateness run (see above) */
         struct rota_timer *t;
         while ((t = peek_due(w, &b)) != NULL && spend(w, &b, &b.fires)) {
             rota_timer_fn *fn;
-            count_late(w, take_due(w, t, &fn));
+            if (t->deadline_ != run) {
+                run = t->deadline_;
+                late_open(w, w->now_ - run);
+            }
+            take_due(w, t, w->now_, &fn);
             out[count++] = t;
         }
         more = b.stopped && work_left(w);
@@ -1331,6 +1412,7 @@ void rota_wheel_lateness(const struct rota_wheel *w, struct rota_lateness *out)
         return;
     for (unsigned k = 0; k < ROTA_LATE_BUCKETS; k++)
         out->count[k] = w->late_[k];
+    out->count[w->late_run_] += w->stats_.fired; /* the open run */
 }
 
 static int drain_call(struct rota_wheel *w,

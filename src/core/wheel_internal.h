@@ -51,13 +51,16 @@ static inline bool timer_initialised(const struct rota_timer *t)
 #define PENDING_ABOVE ((uintptr_t)ROTA__IDLE)
 #endif
 
-/* Mark a timer idle: the one place that says what idle is (the inline
- * cancel writes only the prev link, so a release build's idle timer may
- * keep a stale next link; a debug build's never does, and checks it). */
+/* Mark a timer idle: the one place that says what idle is.  An idle
+ * timer's next link means nothing (rota.h), and no release build reads
+ * it, so only a debug build stores NULL there, and checks it; the inline
+ * cancel and a fire leave it stale. */
 static inline void mark_idle(struct rota_timer *t)
 {
     t->link_.prev = ROTA__IDLE;
+#ifdef ROTA_DEBUG
     t->link_.next = NULL;
+#endif
 }
 
 /* The periodic timer's callback (wheel.c): a timer whose fn_ is this is
