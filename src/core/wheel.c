@@ -241,6 +241,16 @@ slot_append(struct rota_wheel *w, size_t slot, uint64_t start,
     list_append_after(head, tail, link);
 }
 
+/* The slot a deadline later than `cur` files into is about to go from
+ * empty to not empty: slot_filled() for it, found again here, out of the
+ * way, so that the common case keeps no slot number for it. */
+static void __attribute__((noinline))
+slot_filled_for(struct rota_wheel *w, uint64_t deadline, uint64_t cur)
+{
+    size_t shift, slot = rota__slot_for(deadline, cur, &shift);
+    slot_filled(w, slot, deadline >> shift << shift);
+}
+
 /* Put a timer in the list its deadline implies relative to `cur`, which is
  * cur_: a walk passes it in a register, since list stores may alias the
  * wheel and the compiler would load cur_ again for every timer.  Inline
@@ -257,9 +267,10 @@ static inline __attribute__((always_inline)) void place_at(struct rota_wheel *w,
         return;
     }
     size_t shift, slot = rota__slot_for(deadline, cur, &shift);
-    /* The slot starts at the deadline with the digits below the level
-     * cleared (the digits above are cur's). */
-    slot_append(w, slot, deadline >> shift << shift, &t->link_);
+    struct rota_link *head = rota__slot_head(w, slot), *tail = head->prev;
+    if (tail == head)
+        slot_filled_for(w, deadline, cur);
+    list_append_after(head, tail, &t->link_);
 }
 
 static inline __attribute__((always_inline)) void
@@ -452,11 +463,17 @@ static void preload(const struct rota_link *head, size_t pairs)
 #endif
     if (pairs > PRELOAD_PAIRS)
         pairs = PRELOAD_PAIRS;
-    for (size_t n = 0; n < pairs; n++) {
-        if (front == back || front->next == back)
-            break;
+    if (front == back)
+        return;
+    /* Each end steps toward the other, with one test after each step
+     * (each link is loaded once), until they meet. */
+    while (pairs-- != 0) {
         front = front->next;
+        if (front == back)
+            break;
         back = back->prev;
+        if (front == back)
+            break;
         /* The loads are the point: keep the compiler from dropping them. */
         __asm__ volatile("" : : "r"(front), "r"(back));
     }
