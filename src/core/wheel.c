@@ -478,17 +478,15 @@ static void preload(const struct rota_link *head, size_t pairs)
 #endif
     if (pairs > PRELOAD_PAIRS)
         pairs = PRELOAD_PAIRS;
-    if (front == back)
-        return;
-    /* Each end steps toward the other, with one test after each step
-     * (each link is loaded once), until they meet. */
-    while (pairs-- != 0) {
+    /* The ends are tested before each pair of steps: a loop that steps,
+     * then tests after each step (one load a link, one test fewer a pair)
+     * runs a storm's expiry 7% slower at a million timers (bench/ab),
+     * though it executes fewer instructions. */
+    for (size_t n = 0; n < pairs; n++) {
+        if (front == back || front->next == back)
+            break;
         front = front->next;
-        if (front == back)
-            break;
         back = back->prev;
-        if (front == back)
-            break;
         /* The loads are the point: keep the compiler from dropping them. */
         __asm__ volatile("" : : "r"(front), "r"(back));
     }
