@@ -123,17 +123,26 @@ static inline bool list_empty(const struct rota_link *head)
     return head->next == head;
 }
 
-static inline void list_append(struct rota_link *head, struct rota_link *node)
+/* list_append() when the caller has loaded the tail, head->prev, already
+ * (to see whether the list was empty). */
+static inline void list_append_after(struct rota_link *head,
+                                     struct rota_link *tail,
+                                     struct rota_link *node)
 {
-    struct rota_link *tail = head->prev;
-
 #ifdef ROTA_DEBUG
     debug_list_ends(head);
 #endif
-    node->prev = tail;
+    /* Two plain stores into the node: in this order gcc does not pair them
+     * into one vector store, which takes four instructions to build. */
     node->next = head;
     tail->next = node;
+    node->prev = tail;
     head->prev = node;
+}
+
+static inline void list_append(struct rota_link *head, struct rota_link *node)
+{
+    list_append_after(head, head->prev, node);
 }
 
 static inline void list_unlink(struct rota_link *node)
@@ -143,6 +152,21 @@ static inline void list_unlink(struct rota_link *node)
 #endif
     node->prev->next = node->next;
     node->next->prev = node->prev;
+}
+
+/* Unlink the first node of a list: `node` is head->next and `next` its
+ * next link, both in registers, so nothing is loaded again. */
+static inline void list_unlink_first(struct rota_link *head,
+                                     struct rota_link *node,
+                                     struct rota_link *next)
+{
+#ifdef ROTA_DEBUG
+    debug_walked(node);
+#else
+    (void)node;
+#endif
+    head->next = next;
+    next->prev = head;
 }
 
 /* Move every node of `from` to the end of `to`, leaving `from` empty. */

@@ -279,6 +279,101 @@ TEST(cascade_marks_keep_arm_order)
     CHECK_WHEEL(&wheel);
 }
 
+/* A timer of the long-cascade test: it checks, as it fires, that the
+ * fires so far run by deadline, then arm order (ids are arm order). */
+struct ordered_timer {
+    struct rota_timer timer;
+    uint32_t id;
+    uint64_t want; /* its deadline */
+};
+
+static struct {
+    uint64_t deadline; /* of the last fire */
+    uint32_t id;
+    size_t fired, out_of_order, wrong_time;
+} fires;
+
+static void check_order(struct rota_wheel *w, struct rota_timer *t,
+                        uint64_t late)
+{
+    struct ordered_timer *o = rota_container_of(t, struct ordered_timer, timer);
+    uint64_t deadline = rota_wheel_now(w) - late;
+
+    if (deadline != o->want || late != 0)
+        fires.wrong_time++;
+    if (fires.fired > 0 && (deadline < fires.deadline ||
+                            (deadline == fires.deadline && o->id <= fires.id)))
+        fires.out_of_order++;
+    fires.deadline = deadline;
+    fires.id = o->id;
+    fires.fired++;
+}
+
+/* A cascade without a limit walks its slot from both ends in stretches
+ * (the budget's chunk, the back walk's cap of 4096 steps, the meeting of
+ * the walks, which falls between two timers or on one as the length is
+ * even or odd): at every length, from level 1 and from level 2 (whose
+ * timers cascade twice), every timer fires at its deadline, those inside
+ * the slot by deadline then arm order, those touched past it later. */
+TEST(quick_cascade_keeps_order_at_every_length)
+{
+    enum { MAX = 70001 }; /* past the budget's chunk of 65536 */
+    static struct ordered_timer t[MAX];
+    static const size_t lengths[] = {1,    2,    3,    4,    5,    6,    7,  31,
+                                     8190, 8191, 8192, 8193, 8194, 9001, MAX};
+    enum { NLEN = sizeof lengths / sizeof lengths[0] };
+
+    for (unsigned level = 1; level <= 2; level++) {
+        uint64_t width = span(level), boundary = 3 * width;
+        /* Distinct deadlines: few, so many ties; the slot's start (due at
+         * once), and for level 2 deadlines bound for levels 1 and 0. */
+        uint64_t offsets[] = {0, 1, 7, 255, width / 2, width - 1};
+        if (level == 2) {
+            offsets[1] = 256;
+            offsets[2] = 300;
+            offsets[3] = 65535 - 256;
+        }
+        for (size_t l = 0; l < NLEN; l++) {
+            size_t count = lengths[l], inside = 0;
+            if (count == MAX && (level == 2 || h_small()))
+                continue;
+            uint64_t seed = 77 + count;
+            new_wheel(&wheel, boundary - 1);
+            for (size_t i = 0; i < count; i++) {
+                rota_timer_init(&t[i].timer, check_order);
+                t[i].id = (uint32_t)i;
+                uint64_t d = boundary + offsets[h_rand(&seed) % 6];
+                CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[i].timer, d), 0);
+                if (i % 7 == 3) { /* past the slot: fires later */
+                    d = boundary + width + i - 3; /* 3: the end */
+                    rota_timer_touch_at(&wheel, &t[i].timer, d);
+                } else {
+                    inside++;
+                }
+                t[i].want = d;
+            }
+            memset(&fires, 0, sizeof fires);
+            /* The call that reaches the slot cascades it, without a limit;
+             * then one tick a call, so that every fire must be on time. */
+            for (uint64_t now = boundary; now < boundary + width; now++)
+                rota_wheel_advance(&wheel, now);
+            CHECK_EQ_U64(fires.fired, inside);
+            CHECK_WHEEL(&wheel);
+            CHECK_EQ_U64(rota_wheel_count(&wheel), count - inside);
+            for (uint64_t i = 0; i < count; i++)
+                rota_wheel_advance(&wheel, boundary + width + i);
+            CHECK_EQ_U64(fires.fired, count);
+            CHECK_EQ_U64(fires.out_of_order, 0);
+            CHECK_EQ_U64(fires.wrong_time, 0);
+            CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
+            if (h_failed > 0) {
+                fprintf(stderr, "    level %u, %zu timers\n", level, count);
+                return;
+            }
+        }
+    }
+}
+
 TEST(more_due_reported_on_every_path)
 {
     /* The "more due" result must hold whichever path a call takes: the
@@ -538,6 +633,7 @@ int main(int argc, char **argv)
         H_TEST(arm_during_half_done_cascade_keeps_tie_order),
         H_TEST(cascade_from_both_ends_keeps_tie_order),
         H_TEST(cascade_marks_keep_arm_order),
+        H_TEST(quick_cascade_keeps_order_at_every_length),
         H_TEST(more_due_reported_on_every_path),
         H_TEST(relocate_keeps_place_and_order),
         H_TEST(relocate_from_own_callback),
