@@ -46,6 +46,7 @@
  * does the same work and dumps nothing: a check that it runs.
  */
 #include "bench.h"
+#include "callgrind.h"
 #include "direct.h"
 #include "splitmix.h"
 
@@ -53,16 +54,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__has_include)
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#endif
-#endif
-#ifndef CALLGRIND_DUMP_STATS_AT
-#define CALLGRIND_ZERO_STATS
-#define CALLGRIND_DUMP_STATS_AT(name) ((void)(name))
-#endif
 
 #define START_TICK UINT64_C(1000000)
 #define OPS 100000u

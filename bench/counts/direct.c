@@ -13,19 +13,10 @@
  */
 #include "direct.h"
 #include "bench.h"
+#include "callgrind.h"
 
 #include <rota.h>
 #include <stdlib.h>
-
-#if defined(__has_include)
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#endif
-#endif
-#ifndef CALLGRIND_DUMP_STATS_AT
-#define CALLGRIND_ZERO_STATS
-#define CALLGRIND_DUMP_STATS_AT(name) ((void)(name))
-#endif
 
 __attribute__((noinline)) static void
 run_rota(struct rota_wheel *w, struct rota_timer *t, const uint32_t *id,

@@ -20,6 +20,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
+#include "callgrind.h"
 #include "splitmix.h"
 
 #include <rota.h>
@@ -30,16 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#if defined(__has_include)
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#endif
-#endif
-#ifndef CALLGRIND_DUMP_STATS_AT
-#define CALLGRIND_ZERO_STATS
-#define CALLGRIND_DUMP_STATS_AT(name) ((void)(name))
-#endif
 
 #define DURATION 30000u
 
