@@ -41,7 +41,8 @@
 # Every stage runs even when an earlier one failed, so one run shows every
 # problem.  A stage that fails to configure or build counts as one failed
 # test.  The last line is "N passed, N failed" (", N skipped" when some were
-# skipped), summed over the stages; the exit status is 1 if anything failed.
+# skipped), summed over the stages, after one line per stage that names
+# each test it failed; the exit status is 1 if anything failed.
 # The same line is saved in build/test-summary.txt for .ci/run to repeat.
 #
 # Environment knobs (all optional):
@@ -130,6 +131,13 @@ run_ctest()
         note="ctest exited $rc without reporting a failed test"
     fi
     record "$stage" "$passed" "$failed" "$skipped" $(($(now) - start)) "$note"
+    # Name what failed under the stage's line, so the summary at the end of
+    # a long log says which test to rerun, not only how many.
+    local name
+    while read -r name; do
+        summary+=("$(printf '            failed: %s' "$name")")
+    done < <(sed -nE 's/^[[:space:]]+[0-9]+ - (.*) \(([^()]*)\)$/\1 (\2)/p' "$log" |
+        grep -vE '\((Skipped|Disabled)\)$')
 }
 
 # can_link CC FLAGS...: whether CC can build and link a program with FLAGS
