@@ -112,7 +112,7 @@ failed_tests()
 # its report says.  Counts come from CTest's own closing lines, so they are
 # the numbers a reader of the log sees.
 #
-# A test labelled "realtime" that failed runs once more, alone of its kind:
+# A test labelled "realtime" that failed runs once more (failed ones only):
 # those tests judge latencies against wall-clock slack, and a shared 2-core
 # machine can stall a process past any slack now and then.  It counts as
 # passed only if the second run passes, and the summary names it either way
