@@ -190,6 +190,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -329,6 +330,16 @@ static inline uint64_t word_of(const void *key, uint32_t len)
     else if (len != 0 && len < 8)
         memcpy(&word, key, len);
     return word;
+}
+
+/* word_of()'s word as rota__short_word() reads the same bytes. */
+static inline uint64_t le_word(uint64_t word)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_bswap64(word);
+#else
+    return word;
+#endif
 }
 
 static inline bool key_equal(const struct slot *s, uint32_t h, uint64_t word,
@@ -554,9 +565,14 @@ static void maybe_resize(struct rota_keyed *m)
     m->resizes++;
 }
 
-/* After an insert or a removal: start or continue a resize. */
+/* After an insert or a removal: start or continue a resize.  The load
+ * test is maybe_resize()'s, inline: most calls have nothing to do. */
 static inline void resize_work(struct rota_keyed *m)
 {
+    const size_t size = m->cur.size;
+    if (!resizing(m) && m->count <= grow_at(size) &&
+        (m->count >= size / 8 || size <= MIN_SLOTS))
+        return;
     maybe_resize(m);
     if (resizing(m))
         resize_steps(m, 1);
@@ -654,6 +670,69 @@ find_noting(struct rota_keyed *m, const void *key, uint32_t len, uint32_t *h,
     if (__builtin_expect(walked > m->longest_probe, 0))
         s = note_probe(m, key, len, h, end, s, walked);
     return s;
+}
+
+/* A slot's stored hash and key length as one word (the two fields are
+ * adjacent), so a probe compares both at once. */
+_Static_assert(offsetof(struct slot, key_len) == sizeof(uint32_t),
+               "hash and key_len form the slot's first word");
+
+static inline uint64_t tag_of(uint32_t h, uint32_t len)
+{
+    const struct {
+        uint32_t hash, key_len;
+    } t = {h, len};
+    uint64_t word;
+    memcpy(&word, &t, sizeof word);
+    return word;
+}
+
+static inline uint64_t slot_tag(const struct slot *s)
+{
+    uint64_t word;
+    memcpy(&word, s, sizeof word);
+    return word;
+}
+
+/* find_noting()'s common case, inlined into set, move, remove and get:
+ * a key of up to 8 bytes, the fast hash, a table and no migration.  The
+ * key is read once, as the word the slots hold; the probe walks slot
+ * pointers and compares the stored hash and length as one word, then the
+ * key word.  Returns the key's slot, or NULL with *end the empty slot
+ * that ends the probe (the key is absent).  NULL with *end NULL sends
+ * the caller to the general path: another state, or a probe longer than
+ * any before (which find_noting() records, and which may switch the
+ * map to SipHash). */
+static inline __attribute__((always_inline)) struct slot *
+find_short(const struct rota_keyed *m, const void *key, uint32_t len,
+           uint32_t *h, struct slot **end)
+{
+    *end = NULL;
+    if (len > INLINE_KEY || m->sip || m->cur.size == 0)
+        return NULL;
+    const uint64_t word = word_of(key, len);
+    *h = (uint32_t)rota__fasthash_word(&m->fk, le_word(word), len) | OCCUPIED;
+    const uint64_t tag = tag_of(*h, len);
+    struct slot *const first = m->cur.slot, *const last = first + m->cur.size;
+    struct slot *s = first + home_of(*h, m->cur.size), *found = NULL;
+    size_t n = 0;
+
+    for (;;) {
+        if (s->hash == 0)
+            break;
+        n++;
+        if (slot_tag(s) == tag && s->key.word == word) {
+            found = s;
+            break;
+        }
+        if (++s == last)
+            s = first;
+    }
+    if (__builtin_expect(n > m->longest_probe, 0))
+        return NULL;
+    if (found == NULL && m->old.size == 0)
+        *end = s;
+    return found;
 }
 
 /* ---------------------------------------------------------- deadlines */
@@ -857,15 +936,13 @@ static int insert(struct rota_keyed *m, size_t end, uint32_t h, const void *key,
     return 0;
 }
 
-/* The public functions are interposable symbols in the shared library, so
- * they call these instead of one another: one call per operation. */
-static inline int set_at(struct rota_keyed *m, const void *key, size_t key_len,
-                         void *value, uint64_t deadline, void **old_value)
+/* set_at()'s general path: any key, any state. */
+static __attribute__((noinline)) int set_slow(struct rota_keyed *m,
+                                              const void *key, uint32_t len,
+                                              void *value, uint64_t deadline,
+                                              void **old_value)
 {
-    int rc = check_key(m, key, key_len);
-    if (rc != 0)
-        return rc;
-    uint32_t len = (uint32_t)key_len, h;
+    uint32_t h;
     size_t end = 0;
     struct slot *s = NULL;
     if (m->cur.size != 0)
@@ -884,6 +961,30 @@ static inline int set_at(struct rota_keyed *m, const void *key, size_t key_len,
     return insert(m, end, h, key, len, value, deadline);
 }
 
+/* The public functions are interposable symbols in the shared library, so
+ * they call these instead of one another: one call per operation. */
+static inline int set_at(struct rota_keyed *m, const void *key, size_t key_len,
+                         void *value, uint64_t deadline, void **old_value)
+{
+    int rc = check_key(m, key, key_len);
+    if (rc != 0)
+        return rc;
+    const uint32_t len = (uint32_t)key_len;
+    uint32_t h;
+    struct slot *end, *s = find_short(m, key, len, &h, &end);
+    if (s != NULL) {
+        if (old_value != NULL)
+            *old_value = s->value;
+        s->value = value;
+        apply_deadline(m, s, deadline);
+        return 1;
+    }
+    if (end != NULL)
+        return insert(m, (size_t)(end - m->cur.slot), h, key, len, value,
+                      deadline);
+    return set_slow(m, key, len, value, deadline, old_value);
+}
+
 int rota_keyed_set_at(struct rota_keyed *m, const void *key, size_t key_len,
                       void *value, uint64_t deadline, void **old_value)
 {
@@ -898,21 +999,37 @@ int rota_keyed_set_in(struct rota_keyed *m, const void *key, size_t key_len,
     return set_at(m, key, key_len, value, deadline_in(m, ttl), old_value);
 }
 
+/* move_at()'s general path. */
+static __attribute__((noinline)) int move_slow(struct rota_keyed *m,
+                                               const void *key, uint32_t len,
+                                               uint64_t deadline)
+{
+    if (m->cur.size == 0)
+        return ROTA_ENOENT;
+    uint32_t h;
+    size_t end;
+    struct slot *s = find_noting(m, key, len, &h, &end);
+    if (s == NULL)
+        return ROTA_ENOENT;
+    apply_deadline(m, s, deadline);
+    return 0;
+}
+
 static inline int move_at(struct rota_keyed *m, const void *key, size_t key_len,
                           uint64_t deadline)
 {
     int rc = check_key(m, key, key_len);
     if (rc != 0)
         return rc;
-    if (m->cur.size == 0)
-        return ROTA_ENOENT;
     uint32_t h;
-    size_t end;
-    struct slot *s = find_noting(m, key, (uint32_t)key_len, &h, &end);
-    if (s == NULL)
+    struct slot *end, *s = find_short(m, key, (uint32_t)key_len, &h, &end);
+    if (s != NULL) {
+        apply_deadline(m, s, deadline);
+        return 0;
+    }
+    if (end != NULL)
         return ROTA_ENOENT;
-    apply_deadline(m, s, deadline);
-    return 0;
+    return move_slow(m, key, (uint32_t)key_len, deadline);
 }
 
 int rota_keyed_move_at(struct rota_keyed *m, const void *key, size_t key_len,
@@ -935,13 +1052,18 @@ int rota_keyed_remove(struct rota_keyed *m, const void *key, size_t key_len,
     int rc = check_key(m, key, key_len);
     if (rc != 0)
         return rc;
-    if (m->cur.size == 0)
-        return 0;
     uint32_t h;
-    size_t end;
-    struct slot *s = find_noting(m, key, (uint32_t)key_len, &h, &end);
-    if (s == NULL)
+    struct slot *end, *s = find_short(m, key, (uint32_t)key_len, &h, &end);
+    if (s == NULL && end != NULL)
         return 0;
+    if (s == NULL) {
+        if (m->cur.size == 0)
+            return 0;
+        size_t at;
+        s = find_noting(m, key, (uint32_t)key_len, &h, &at);
+        if (s == NULL)
+            return 0;
+    }
     if (rota_timer_cancel(&m->wheel, &s->timer) == 1)
         m->expiring--;
     if (value != NULL)
@@ -958,13 +1080,20 @@ int rota_keyed_get(const struct rota_keyed *m, const void *key, size_t key_len,
     int rc = check_key(m, key, key_len);
     if (rc != 0)
         return rc;
-    if (m->cur.size == 0)
+    uint32_t h;
+    struct slot *end;
+    const struct slot *s = find_short(m, key, (uint32_t)key_len, &h, &end);
+    if (s == NULL && end != NULL)
         return 0;
-    size_t end, walked;
-    const struct slot *s = find(m, hash_key(m, key, key_len), key,
-                                (uint32_t)key_len, &end, &walked);
-    if (s == NULL)
-        return 0;
+    if (s == NULL) {
+        if (m->cur.size == 0)
+            return 0;
+        size_t at, walked;
+        s = find(m, hash_key(m, key, key_len), key, (uint32_t)key_len, &at,
+                 &walked);
+        if (s == NULL)
+            return 0;
+    }
     if (value != NULL)
         *value = s->value;
     if (deadline != NULL)
