@@ -342,6 +342,14 @@ static inline uint64_t le_word(uint64_t word)
 #endif
 }
 
+/* word_of() for keys of 1 to 7 bytes, out of line: its memcpy of a
+ * variable length would keep a word in memory on the 8-byte path. */
+static __attribute__((noinline)) uint64_t short_word_of(const void *key,
+                                                        uint32_t len)
+{
+    return word_of(key, len);
+}
+
 static inline bool key_equal(const struct slot *s, uint32_t h, uint64_t word,
                              const void *key, uint32_t len)
 {
@@ -454,20 +462,30 @@ static void erase(struct rota_keyed *m, struct slot *s)
         return;
     }
     const size_t size = m->cur.size;
-    size_t i = (size_t)(s - m->cur.slot), j = i;
+    struct slot *const first = m->cur.slot, *const last = first + size;
+    struct slot *hole = s, *t = s;
+    size_t j = (size_t)(s - first), gap = 0;
     s->hash = 0;
     for (;;) {
-        j = next_of(j, size);
-        struct slot *t = &m->cur.slot[j];
+        /* t walks on from the hole, j its index, gap its distance from
+         * the hole. */
+        gap++;
+        if (++t == last) {
+            t = first;
+            j = 0;
+        } else {
+            j++;
+        }
         if (t->hash == 0)
             break;
-        /* t may fill the hole unless its home lies in (i, j], read
-         * cyclically (j < i once the probe has wrapped). */
+        /* t may fill the hole unless its home lies in (hole, t], read
+         * cyclically: unless it is nearer to t than the hole is. */
         size_t home = home_of(t->hash, size);
-        bool between = i <= j ? home > i && home <= j : home > i || home <= j;
-        if (!between) {
-            move_slot(m, t, &m->cur.slot[i]);
-            i = j;
+        size_t from_home = j >= home ? j - home : j + size - home;
+        if (from_home >= gap) {
+            move_slot(m, t, hole);
+            hole = t;
+            gap = 0;
         }
     }
 }
@@ -704,13 +722,20 @@ static inline uint64_t slot_tag(const struct slot *s)
  * any before (which find_noting() records, and which may switch the
  * map to SipHash). */
 static inline __attribute__((always_inline)) struct slot *
-find_short(const struct rota_keyed *m, const void *key, uint32_t len,
+find_short(const struct rota_keyed *m, const void *key, size_t key_len,
            uint32_t *h, struct slot **end)
 {
     *end = NULL;
-    if (len > INLINE_KEY || m->sip || m->cur.size == 0)
+    /* 1 to 8 bytes (a key of 0 goes the general way, which checks that
+     * a NULL key has no length). */
+    if (key_len - 1 >= INLINE_KEY || key == NULL || m->sip || m->cur.size == 0)
         return NULL;
-    const uint64_t word = word_of(key, len);
+    const uint32_t len = (uint32_t)key_len;
+    uint64_t word;
+    if (len == 8)
+        memcpy(&word, key, 8);
+    else
+        word = short_word_of(key, len);
     *h = (uint32_t)rota__fasthash_word(&m->fk, le_word(word), len) | OCCUPIED;
     const uint64_t tag = tag_of(*h, len);
     struct slot *const first = m->cur.slot, *const last = first + m->cur.size;
@@ -966,12 +991,10 @@ static __attribute__((noinline)) int set_slow(struct rota_keyed *m,
 static inline int set_at(struct rota_keyed *m, const void *key, size_t key_len,
                          void *value, uint64_t deadline, void **old_value)
 {
-    int rc = check_key(m, key, key_len);
-    if (rc != 0)
-        return rc;
-    const uint32_t len = (uint32_t)key_len;
+    if (m == NULL)
+        return ROTA_EINVAL;
     uint32_t h;
-    struct slot *end, *s = find_short(m, key, len, &h, &end);
+    struct slot *end, *s = find_short(m, key, key_len, &h, &end);
     if (s != NULL) {
         if (old_value != NULL)
             *old_value = s->value;
@@ -980,9 +1003,12 @@ static inline int set_at(struct rota_keyed *m, const void *key, size_t key_len,
         return 1;
     }
     if (end != NULL)
-        return insert(m, (size_t)(end - m->cur.slot), h, key, len, value,
-                      deadline);
-    return set_slow(m, key, len, value, deadline, old_value);
+        return insert(m, (size_t)(end - m->cur.slot), h, key, (uint32_t)key_len,
+                      value, deadline);
+    int rc = check_key(m, key, key_len);
+    if (rc != 0)
+        return rc;
+    return set_slow(m, key, (uint32_t)key_len, value, deadline, old_value);
 }
 
 int rota_keyed_set_at(struct rota_keyed *m, const void *key, size_t key_len,
@@ -1018,17 +1044,19 @@ static __attribute__((noinline)) int move_slow(struct rota_keyed *m,
 static inline int move_at(struct rota_keyed *m, const void *key, size_t key_len,
                           uint64_t deadline)
 {
-    int rc = check_key(m, key, key_len);
-    if (rc != 0)
-        return rc;
+    if (m == NULL)
+        return ROTA_EINVAL;
     uint32_t h;
-    struct slot *end, *s = find_short(m, key, (uint32_t)key_len, &h, &end);
+    struct slot *end, *s = find_short(m, key, key_len, &h, &end);
     if (s != NULL) {
         apply_deadline(m, s, deadline);
         return 0;
     }
     if (end != NULL)
         return ROTA_ENOENT;
+    int rc = check_key(m, key, key_len);
+    if (rc != 0)
+        return rc;
     return move_slow(m, key, (uint32_t)key_len, deadline);
 }
 
@@ -1049,14 +1077,16 @@ int rota_keyed_move_in(struct rota_keyed *m, const void *key, size_t key_len,
 int rota_keyed_remove(struct rota_keyed *m, const void *key, size_t key_len,
                       void **value)
 {
-    int rc = check_key(m, key, key_len);
-    if (rc != 0)
-        return rc;
+    if (m == NULL)
+        return ROTA_EINVAL;
     uint32_t h;
-    struct slot *end, *s = find_short(m, key, (uint32_t)key_len, &h, &end);
+    struct slot *end, *s = find_short(m, key, key_len, &h, &end);
     if (s == NULL && end != NULL)
         return 0;
     if (s == NULL) {
+        int rc = check_key(m, key, key_len);
+        if (rc != 0)
+            return rc;
         if (m->cur.size == 0)
             return 0;
         size_t at;
@@ -1077,15 +1107,17 @@ int rota_keyed_remove(struct rota_keyed *m, const void *key, size_t key_len,
 int rota_keyed_get(const struct rota_keyed *m, const void *key, size_t key_len,
                    void **value, uint64_t *deadline)
 {
-    int rc = check_key(m, key, key_len);
-    if (rc != 0)
-        return rc;
+    if (m == NULL)
+        return ROTA_EINVAL;
     uint32_t h;
     struct slot *end;
-    const struct slot *s = find_short(m, key, (uint32_t)key_len, &h, &end);
+    const struct slot *s = find_short(m, key, key_len, &h, &end);
     if (s == NULL && end != NULL)
         return 0;
     if (s == NULL) {
+        int rc = check_key(m, key, key_len);
+        if (rc != 0)
+            return rc;
         if (m->cur.size == 0)
             return 0;
         size_t at, walked;
