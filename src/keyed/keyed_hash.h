@@ -7,7 +7,8 @@
  * secret words, high and low halves folded), keyed by the map's 128-bit
  * seed.  A handful of instructions for a short key, once the seed's
  * secrets are premixed (rota__fastkey_of(), once per map; the map hashes
- * with rota__fasthash_k(), equal to rota__fasthash()).  Speed matters more
+ * with rota__fasthash_k(), equal to rota__fasthash(), or, for a key of
+ * up to 8 bytes it has already read as a word, rota__fasthash_word()).  Speed matters more
  * than it seems: with SipHash every lookup at a million keys took twice as
  * long, because its long serial chain of rounds keeps the CPU from running
  * ahead to the next operation's cache misses.
