@@ -7,7 +7,8 @@
  * secret words, high and low halves folded), keyed by the map's 128-bit
  * seed.  A handful of instructions for a short key, once the seed's
  * secrets are premixed (rota__fastkey_of(), once per map; the map hashes
- * with rota__fasthash_k(), equal to rota__fasthash()).  Speed matters more
+ * with rota__fasthash_k(), equal to rota__fasthash(), or, for a key of
+ * up to 8 bytes it has already read as a word, rota__fasthash_word()).  Speed matters more
  * than it seems: with SipHash every lookup at a million keys took twice as
  * long, because its long serial chain of rounds keeps the CPU from running
  * ahead to the next operation's cache misses.
@@ -142,16 +143,11 @@ static inline uint64_t rota__mum(uint64_t a, uint64_t b)
     return lo ^ hi;
 }
 
-static inline uint64_t rota__load32(const unsigned char *p)
-{
-    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-           (uint64_t)p[3] << 24;
-}
-
 /* The fast hash's secrets, derived once from the seed (k0, k1) so a hash
- * does not redo the premixing multiply. */
+ * does not redo the premixing multiply; sc1 and c0k0 are combinations
+ * the short keys' path (rota__fasthash_word()) would otherwise redo. */
 struct rota__fastkey {
-    uint64_t c0, c1, seed, k0;
+    uint64_t c0, c1, seed, k0, sc1, c0k0;
 };
 
 static inline struct rota__fastkey rota__fastkey_of(uint64_t k0, uint64_t k1)
@@ -163,12 +159,43 @@ static inline struct rota__fastkey rota__fastkey_of(uint64_t k0, uint64_t k1)
      * number and lets two changed words cancel. */
     fk.seed = rota__mum(k0 ^ fk.c0, k1 ^ fk.c1);
     fk.k0 = k0;
+    fk.sc1 = fk.seed ^ fk.c1;
+    fk.c0k0 = fk.c0 ^ k0;
     return fk;
+}
+
+/* The bytes of a key of up to 8 bytes as a little-endian word, zero
+ * above the key: the word rota__fasthash_word() hashes. */
+static inline uint64_t rota__short_word(const unsigned char *p, size_t len)
+{
+    uint64_t word = 0;
+    if (len == 8)
+        return rota__sip_load64(p);
+    for (size_t i = 0; i < len; i++)
+        word |= (uint64_t)p[i] << (8 * i);
+    return word;
+}
+
+/* The fast hash of a key of up to 8 bytes, given as its little-endian
+ * word (rota__short_word()) and its length: the 9-16-byte path below
+ * with the word as both of its words.  The first multiply is of two
+ * differently masked copies of the word (quadratic in it, so consecutive
+ * ids do not become an arithmetic progression of homes, as they do
+ * under one multiply by a constant); the second folds its halves again
+ * with the length.  The map reads the word once for the hash and the
+ * slot compare alike. */
+static inline uint64_t rota__fasthash_word(const struct rota__fastkey *fk,
+                                           uint64_t word, size_t len)
+{
+    uint64_t lo, hi;
+    rota__mul128(word ^ fk->c0, word ^ fk->sc1, &lo, &hi);
+    return rota__mum(lo ^ fk->c1 ^ (uint64_t)len, hi ^ fk->c0k0);
 }
 
 /* The fast seeded hash of `len` bytes under the secrets `fk`.  Every byte
  * of the key and its length reach the result: keys up to 16 bytes are read
- * as two (possibly overlapping) words, longer ones 16 bytes a step. */
+ * as one word (rota__fasthash_word()) or two overlapping ones, longer
+ * ones 16 bytes a step. */
 static inline uint64_t rota__fasthash_k(const struct rota__fastkey *fk,
                                         const void *data, size_t len)
 {
@@ -176,19 +203,11 @@ static inline uint64_t rota__fasthash_k(const struct rota__fastkey *fk,
     const uint64_t c0 = fk->c0, c1 = fk->c1;
     uint64_t seed = fk->seed, a, b;
 
+    if (len <= 8)
+        return rota__fasthash_word(fk, rota__short_word(p, len), len);
     if (len <= 16) {
-        if (len >= 8) {
-            a = rota__sip_load64(p);
-            b = rota__sip_load64(p + len - 8);
-        } else if (len >= 4) {
-            a = rota__load32(p);
-            b = rota__load32(p + len - 4);
-        } else if (len > 0) {
-            a = (uint64_t)p[0] << 16 | (uint64_t)p[len >> 1] << 8 | p[len - 1];
-            b = 0;
-        } else {
-            a = b = 0;
-        }
+        a = rota__sip_load64(p);
+        b = rota__sip_load64(p + len - 8);
     } else {
         size_t left = len;
         while (left > 16) {
