@@ -162,8 +162,8 @@
  *     (the run's deadline is one that was due), and costs the histogram
  *     nothing: the count of fires counts it for the open bucket ("the
  *     lateness histogram by runs").  The fired count the call returns is
- *     derived from that count too, by the caller, so that nothing of it
- *     is held in a register across the callbacks.
+ *     the fire budget it spent (fires_granted), which is in memory across
+ *     the callbacks anyway: no count of its own holds a register there.
  *   - A fire adds to one counter: a last fire to stats_.fired, a periodic
  *     fire that files its timer again to refired_.  The pending count
  *     needs only the first, and rota_wheel_stats() reports their sum.
@@ -578,6 +578,8 @@ static void preload(const struct rota_link *head, size_t pairs)
 struct budget {
     size_t fires;
     size_t moves;
+    size_t fires_granted; /* fires the call was given so far: fires taken
+                             is this minus `fires` */
     bool limited; /* the caller gave a limit: the call must stay short */
     bool stopped;
     uint8_t noted; /* which of renew()'s marks are set: NOTED_* */
@@ -633,7 +635,7 @@ static uint64_t trusted_pending(const struct rota_wheel *w)
  * starts with the stores it made before the marks existed. */
 static inline void budget_start(struct budget *b, size_t chunk, bool limited)
 {
-    b->fires = b->moves = chunk;
+    b->fires = b->moves = b->fires_granted = chunk;
     b->limited = limited;
     b->stopped = false;
     b->noted = 0;
@@ -655,6 +657,7 @@ renew(const struct rota_wheel *w, struct budget *b, size_t *left)
     const struct rota_stats *s = &w->stats_;
 
     if (left == &b->fires) {
+        b->fires_granted += OPEN_CHUNK;
         if (!(b->noted & NOTED_FIRES)) {
             b->noted |= NOTED_FIRES;
             b->fire_pending = trusted_pending(w);
@@ -1265,10 +1268,16 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
     return 0;
 }
 
-/* The pass of an advance.  The caller counts its fires (fires_total()
- * before and after), so that the count does not hold a register across
- * the fire loop's callbacks. */
-static int __attribute__((noinline))
+/* What advance_pass() returns, in two registers. */
+struct pass {
+    int more;     /* timers are still due */
+    size_t fired; /* callbacks run */
+};
+
+/* The pass of an advance.  Its fires are counted by the fire budget it
+ * spends anyway (one unit a fire), which lives in memory across the
+ * callbacks: a count of its own would hold a register there. */
+static struct pass __attribute__((noinline))
 advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
 {
     struct budget b;
@@ -1347,7 +1356,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
         break;
     }
     }
-    return more;
+    return (struct pass){more, b.fires_granted - b.fires};
 }
 
 static int advance_max_call(struct rota_wheel *w, uint64_t now,
@@ -1361,13 +1370,11 @@ static int advance_max_call(struct rota_wheel *w, uint64_t now,
     if (w->in_pass_)
         return ROTA_EBUSY;
     if (!rota__advance_idle(w, now)) {
-        /* Every fire from here on is the pass's: a callback can fire
-         * nothing of this wheel. */
-        uint64_t before = fires_total(w);
-        more = max_fires == SIZE_MAX
-                   ? advance_pass(w, now, OPEN_CHUNK, false)
-                   : advance_pass(w, now, max_fires, true);
-        count = (size_t)(fires_total(w) - before);
+        struct pass p = max_fires == SIZE_MAX
+                            ? advance_pass(w, now, OPEN_CHUNK, false)
+                            : advance_pass(w, now, max_fires, true);
+        more = p.more;
+        count = p.fired;
     }
     if (fired != NULL)
         *fired = count;
@@ -1388,9 +1395,7 @@ static int advance_call(struct rota_wheel *w, uint64_t now)
         return ROTA_EBUSY;
     if (rota__advance_idle(w, now))
         return 0;
-    uint64_t before = fires_total(w); /* see advance_max_call() */
-    advance_pass(w, now, OPEN_CHUNK, false);
-    uint64_t fired = fires_total(w) - before;
+    size_t fired = advance_pass(w, now, OPEN_CHUNK, false).fired;
     return fired > INT_MAX ? INT_MAX : (int)fired;
 }
 
