@@ -244,6 +244,11 @@ _Static_assert(sizeof(struct rota_timer) ==
                    (sizeof(void *) == 8 ? 32 : 2 * sizeof(void *) + 8 + 8),
                "a timer is two links, a deadline and a callback");
 
+/* rota_timer_arm_at() tests deadline >= arm_min_ and deadline <=
+ * ROTA_MAX_DEADLINE as deadline + 1 > arm_min_. */
+_Static_assert(ROTA_MAX_DEADLINE == UINT64_MAX - 1,
+               "the inline arm's one compare needs this");
+
 /* A timer the library just linked into one of the wheel's lists. */
 static inline void set_pending(struct rota_timer *t)
 {
