@@ -1158,8 +1158,12 @@ enum pass_start {
     PASS_BACKWARDS, /* the clock went backwards: counted, time kept */
 };
 
-/* Start a call that may fire timers. */
-static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
+/* Start a call that may fire timers.  `idle_tested`: the caller found the
+ * idle path closed for `now` (unclamped; clamped, it would be open only
+ * for now == UINT64_MAX with nothing pending, where the pass finds nothing
+ * and ends as the idle path would). */
+static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now,
+                                  bool idle_tested)
 {
     if (now > ROTA_MAX_DEADLINE) /* UINT64_MAX is ROTA_NEVER, not a time */
         now = ROTA_MAX_DEADLINE;
@@ -1167,7 +1171,7 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
         w->stats_.clock_backwards++;
         return PASS_BACKWARDS;
     }
-    if (rota__advance_idle(w, now))
+    if (!idle_tested && rota__advance_idle(w, now))
         return PASS_IDLE;
     w->now_ = now;
     /* A callback's inline arm must not file a time that is due; the end
@@ -1289,8 +1293,9 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
     int more = 0;
 
     budget_start(&b, chunk, limited);
-    switch (begin_pass(w, now)) {
-    case PASS_IDLE: /* the hot path of a mostly idle wheel: nothing due */
+    /* Both callers took the idle path when it was open. */
+    switch (begin_pass(w, now, true)) {
+    case PASS_IDLE:
         break;
     case PASS_BACKWARDS: /* an earlier limit may have left timers due */
         more = peek_due(w, &b) != NULL || b.stopped;
@@ -1421,7 +1426,7 @@ static int expire_call(struct rota_wheel *w, uint64_t now,
     if (w->in_pass_)
         return ROTA_EBUSY;
     budget_for(&b, cap);
-    switch (begin_pass(w, now)) {
+    switch (begin_pass(w, now, false)) {
     case PASS_IDLE:
         break;
     case PASS_BACKWARDS:
