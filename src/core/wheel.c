@@ -1066,15 +1066,15 @@ static bool next_period(const struct rota_wheel *w,
     return add_deadline(fired, k * period, next);
 }
 
-/* Remove the due timer `t` and account for its firing; a periodic timer
- * is filed again first, so its callback may cancel or re-arm it.  `now` is
- * now_, which no callback can move.  Returns how late it fired; *fn is the
- * callback to run. */
+/* Remove the due timer `t`, whose deadline is `fired` (the caller has
+ * read it), and account for its firing; a periodic timer is filed again
+ * first, so its callback may cancel or re-arm it.  `now` is now_, which no
+ * callback can move.  Returns how late it fired; *fn is the callback to
+ * run. */
 static inline __attribute__((always_inline)) uint64_t
-take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t now,
-         rota_timer_fn **fn)
+take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
+         uint64_t now, rota_timer_fn **fn)
 {
-    uint64_t fired = t->deadline_;
     uint64_t next;
 
     /* No note_gone_deadline(): earliest_ is 0 in a pass that fires
@@ -1345,7 +1345,9 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
             /* The next due timer's miss overlaps with this callback. */
             __builtin_prefetch(head->next);
             rota_timer_fn *fn;
-            uint64_t late = take_due(w, t, at, &fn);
+            /* t's deadline is the run's: the test above, or the run
+             * begun at t. */
+            uint64_t late = take_due(w, t, run, at, &fn);
             if (fn != NULL)
                 fn(w, t, late); /* may free t: not touched afterwards */
         }
@@ -1442,7 +1444,7 @@ static int expire_call(struct rota_wheel *w, uint64_t now,
                 run = t->deadline_;
                 late_open(w, w->now_ - run);
             }
-            take_due(w, t, w->now_, &fn);
+            take_due(w, t, run, w->now_, &fn);
             out[count++] = t;
         }
         more = b.stopped && work_left(w);
