@@ -314,9 +314,8 @@ TEST(next_deadline_in_callback_stays_exact)
     t[2].arg = &t[3];
     rota_timer_arm_at(&wheel, &t[0].per.timer, 10);
     rota_timer_arm_at(&wheel, &t[1].per.timer, 10);
-    CHECK_EQ_INT(rota_periodic_arm_at(&wheel, &t[2].per, 20, 15,
-                                      ROTA_MISSED_SKIP),
-                 0);
+    CHECK_EQ_INT(
+        rota_periodic_arm_at(&wheel, &t[2].per, 20, 15, ROTA_MISSED_SKIP), 0);
     CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 10);
     log_reset();
     CHECK_EQ_INT(rota_wheel_advance(&wheel, 10), 2);
