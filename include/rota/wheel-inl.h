@@ -176,9 +176,11 @@ static inline int rota_timer_arm_at(struct rota_wheel *wheel,
 #ifdef ROTA__INLINE_PATHS
     /* A deadline at or above arm_min_ (not due, no cascade open, not the
      * new earliest) and nothing to clamp: an idle timer is filed, a
-     * pending one moved (the pending test as in rota_timer_cancel()). */
-    if (wheel != NULL && timer != NULL && deadline >= wheel->arm_min_ &&
-        deadline <= ROTA_MAX_DEADLINE) {
+     * pending one moved (the pending test as in rota_timer_cancel()).
+     * One compare tests both: ROTA_MAX_DEADLINE is UINT64_MAX - 1, so
+     * deadline + 1 wraps to 0 exactly for a deadline past it, and no
+     * deadline passes while arm_min_ is UINT64_MAX. */
+    if (wheel != NULL && timer != NULL && deadline + 1 > wheel->arm_min_) {
         if (timer->link_.prev == ROTA__IDLE)
             return rota__arm_fast(wheel, timer, deadline);
         if ((uintptr_t)timer->link_.prev > wheel->pending_above_)

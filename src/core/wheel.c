@@ -129,7 +129,9 @@
  *     wheel field for all it must know of the wheel, arm_min_: a deadline
  *     at or above it is not due, is not inside a slot being cascaded, and
  *     is not below the earliest deadline, so the inline arm files it and
- *     updates nothing else.  The library keeps arm_min_ above now_ and
+ *     updates nothing else.  One compare, deadline + 1 > arm_min_, also
+ *     keeps out the one deadline past ROTA_MAX_DEADLINE (UINT64_MAX wraps
+ *     to 0).  The library keeps arm_min_ above now_ and
  *     next_step_ (so the inline advance never makes such a deadline due)
  *     and at or above the earliest deadline, setting it again where one of
  *     them goes up (set_arm_min()); UINT64_MAX while a slot is half
@@ -160,9 +162,19 @@
  *     reads it.
  *   - A fire whose deadline is the run's is due without a look at cur_
  *     (the run's deadline is one that was due), and costs the histogram
- *     nothing: stats_.fired counts it for the open bucket ("the lateness
- *     histogram by runs").  The fired count the call returns is derived
- *     from stats_.fired too.
+ *     nothing: the count of fires counts it for the open bucket ("the
+ *     lateness histogram by runs").  The fired count the call returns is
+ *     the fire budget it spent (fires_granted), which is in memory across
+ *     the callbacks anyway: no count of its own holds a register there.
+ *   - A fire adds to one counter: a last fire to stats_.fired, a periodic
+ *     fire that files its timer again to refired_.  The pending count
+ *     needs only the first, and rota_wheel_stats() reports their sum.
+ *   - The earliest-deadline cache costs a fire nothing: a pass that
+ *     fires forgets it once, at its start (whatever fires is due, and the
+ *     earliest deadline is no later), and no call inside the pass caches
+ *     a deadline that is due, so no fire can be the cached one.
+ *   - A periodic re-arm at or above arm_min_ is filed as the inline arm
+ *     files: no due test, no cascade test, no earliest update.
  *   - A release build leaves an idle timer's next link as it was: nothing
  *     reads it.
  *   - find_due() and step() are inlined into the loop, so that the two
@@ -189,11 +201,12 @@
  *     store costs four instructions where the links are not yet in one
  *     register.
  *   What is left beyond wheel-bare's work: the argument and state checks,
- *   the statistics counters (one add each on arm and cancel, which the
- *   O(1) count is derived from) and the earliest-deadline cache (a compare
- *   in cancel, none in the inline arm, which keeps
+ *   the statistics counters (one add each on arm, cancel and fire, which
+ *   the O(1) count is derived from) and the earliest-deadline cache (a
+ *   compare in cancel, none in the inline arm or a fire, which keeps
  *   rota_wheel_next_deadline() exact).  Its price is paid per pass, not
- *   per arm: a pass that fires sets arm_min_ twice (~13 instructions).
+ *   per arm or fire: a pass that fires forgets the earliest deadline once
+ *   and sets arm_min_ twice (~16 instructions).
  *
  * ALTERNATIVES REJECTED
  *   - One wheel with a rounds counter (Netty, go-zero): every tick visits a
@@ -213,6 +226,11 @@
  *     lines have come.  But every later unlink must first ask whether its
  *     timer is one of the queued neighbours, and that answer waits for the
  *     misses that fill the queue; a prototype made W1 slower, not faster.
+ *   - No preload of the due list: 4.8 instructions fewer per fire at a
+ *     million timers spread over 60,000 ticks (17 to a slot), no faster
+ *     there, but a storm's expiry at ten million (167 to a slot) ran
+ *     about 1.2x slower (bench/ab, Intel Xeon): a long due list is walked
+ *     one miss after the other without it.
  */
 #include "rota.h"
 #include "wheel_internal.h" /* shared with wheel_check.c */
@@ -233,6 +251,11 @@
 _Static_assert(sizeof(struct rota_timer) ==
                    (sizeof(void *) == 8 ? 32 : 2 * sizeof(void *) + 8 + 8),
                "a timer is two links, a deadline and a callback");
+
+/* rota_timer_arm_at() tests deadline >= arm_min_ and deadline <=
+ * ROTA_MAX_DEADLINE as deadline + 1 > arm_min_. */
+_Static_assert(ROTA_MAX_DEADLINE == UINT64_MAX - 1,
+               "the inline arm's one compare needs this");
 
 /* A timer the library just linked into one of the wheel's lists. */
 static inline void set_pending(struct rota_timer *t)
@@ -324,6 +347,18 @@ slot_filled_for(struct rota_wheel *w, uint64_t deadline, uint64_t cur)
     slot_filled(w, slot, deadline >> shift << shift);
 }
 
+/* Put a timer whose deadline is later than `cur` (cur_) in its slot. */
+static inline __attribute__((always_inline)) void
+place_later(struct rota_wheel *w, struct rota_timer *t, uint64_t deadline,
+            uint64_t cur)
+{
+    size_t shift, slot = rota__slot_for(deadline, cur, &shift);
+    struct rota_link *head = rota__slot_head(w, slot), *tail = head->prev;
+    if (tail == head)
+        slot_filled_for(w, deadline, cur);
+    list_append_after(head, tail, &t->link_);
+}
+
 /* Put a timer in the list its deadline implies relative to `cur`, which is
  * cur_: a walk passes it in a register, since list stores may alias the
  * wheel and the compiler would load cur_ again for every timer.  Inline
@@ -339,11 +374,7 @@ static inline __attribute__((always_inline)) void place_at(struct rota_wheel *w,
             w->next_step_ = deadline;
         return;
     }
-    size_t shift, slot = rota__slot_for(deadline, cur, &shift);
-    struct rota_link *head = rota__slot_head(w, slot), *tail = head->prev;
-    if (tail == head)
-        slot_filled_for(w, deadline, cur);
-    list_append_after(head, tail, &t->link_);
+    place_later(w, t, deadline, cur);
 }
 
 static inline __attribute__((always_inline)) void
@@ -560,12 +591,14 @@ static void preload(const struct rota_link *head, size_t pairs)
 struct budget {
     size_t fires;
     size_t moves;
+    size_t fires_granted; /* fires the call was given so far: fires taken
+                             is this minus `fires` */
     bool limited; /* the caller gave a limit: the call must stay short */
     bool stopped;
     uint8_t noted; /* which of renew()'s marks are set: NOTED_* */
     /* renew()'s marks: the wheel's counters when it last started a
      * stretch of fires, and of moves without a fire. */
-    uint64_t fire_pending, fire_fired, fire_refired;
+    uint64_t fire_pending, fire_last; /* fire_last: stats_.fired then */
     uint64_t move_pending, move_fired, move_refiled;
 };
 
@@ -615,7 +648,7 @@ static uint64_t trusted_pending(const struct rota_wheel *w)
  * starts with the stores it made before the marks existed. */
 static inline void budget_start(struct budget *b, size_t chunk, bool limited)
 {
-    b->fires = b->moves = chunk;
+    b->fires = b->moves = b->fires_granted = chunk;
     b->limited = limited;
     b->stopped = false;
     b->noted = 0;
@@ -637,19 +670,21 @@ renew(const struct rota_wheel *w, struct budget *b, size_t *left)
     const struct rota_stats *s = &w->stats_;
 
     if (left == &b->fires) {
+        b->fires_granted += OPEN_CHUNK;
         if (!(b->noted & NOTED_FIRES)) {
             b->noted |= NOTED_FIRES;
             b->fire_pending = trusted_pending(w);
-            b->fire_fired = s->fired;
-            b->fire_refired = w->refired_;
-        } else if (s->fired - b->fire_fired >
-                   b->fire_pending + (w->refired_ - b->fire_refired)) {
+            b->fire_last = s->fired;
+        } else if (s->fired - b->fire_last > b->fire_pending) {
+            /* The fires beyond the periodic timers filed again (refired_,
+             * not in stats_.fired) left their timers idle: at most one
+             * per timer that was pending. */
             rota__wheel_corrupt(w, NULL);
         }
-    } else if (!(b->noted & NOTED_MOVES) || s->fired != b->move_fired) {
+    } else if (!(b->noted & NOTED_MOVES) || fires_total(w) != b->move_fired) {
         b->noted |= NOTED_MOVES;
         b->move_pending = trusted_pending(w);
-        b->move_fired = s->fired;
+        b->move_fired = fires_total(w);
         b->move_refiled = s->refiled;
     } else if (s->refiled - b->move_refiled >
                (ROTA_WHEEL_LEVELS + 2) * (b->move_pending + 1)) {
@@ -1039,22 +1074,23 @@ static bool next_period(const struct rota_wheel *w,
     return add_deadline(fired, k * period, next);
 }
 
-/* Remove the due timer `t` and account for its firing; a periodic timer
- * is filed again first, so its callback may cancel or re-arm it.  `now` is
- * now_, which no callback can move.  Returns how late it fired; *fn is the
- * callback to run. */
+/* Remove the due timer `t`, whose deadline is `fired` (the caller has
+ * read it), and account for its firing; a periodic timer is filed again
+ * first, so its callback may cancel or re-arm it.  `now` is now_, which no
+ * callback can move.  Returns how late it fired; *fn is the callback to
+ * run. */
 static inline __attribute__((always_inline)) uint64_t
-take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t now,
-         rota_timer_fn **fn)
+take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
+         uint64_t now, rota_timer_fn **fn)
 {
-    uint64_t fired = t->deadline_;
     uint64_t next;
 
+    /* No note_gone_deadline(): earliest_ is 0 in a pass that fires
+     * (begin_pass()). */
     list_unlink(&t->link_);
-    note_gone_deadline(w, fired);
-    w->stats_.fired++;
     *fn = timer_fn(t);
     if (*fn != rota__periodic_fire) {
+        w->stats_.fired++; /* a last fire: see pending_count() */
         set_idle(t);
         return now - fired;
     }
@@ -1068,13 +1104,19 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t now,
     if (fired == now && period - 1 < ROTA_MAX_DEADLINE - fired)
         next = fired + period;
     else if (period == 0 || !next_period(w, p, fired, &next)) {
+        w->stats_.fired++; /* the schedule ends: a last fire */
         set_idle(t);
         return now - fired;
     }
     t->deadline_ = next;
-    file_timer(w, t);
+    /* At or above arm_min_ (> now_ >= cur_), a deadline is not due and
+     * not inside a slot being cascaded: filed as the inline arm files. */
+    if (next >= w->arm_min_)
+        place_later(w, t, next, w->cur_);
+    else
+        file_timer(w, t);
     set_pending(t);
-    note_new_deadline(w, next);
+    /* No note_new_deadline(): earliest_ is 0 in a pass that fires. */
     w->refired_++;
     return now - fired;
 }
@@ -1086,9 +1128,10 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t now,
  *   in runs of one deadline (a due list is one deadline but for stragglers),
  *   and within one call a run's fires are equally late, so the fire loops
  *   count runs, not fires.  late_run_ names the open bucket; while it is
- *   open, late_[late_run_] holds its count minus stats_.fired at its
- *   opening, and stats_.fired counts its fires as they happen: count[k] is
- *   late_[k] plus, for k == late_run_, stats_.fired, exact at every moment.
+ *   open, late_[late_run_] holds its count minus the fires so far
+ *   (fires_total()) at its opening, and that count goes up as its fires
+ *   happen: count[k] is late_[k] plus, for k == late_run_, fires_total(),
+ *   exact at every moment.
  *   A loop keeps the deadline of the run it is in, and a fire of another
  *   deadline first opens that fire's bucket (late_open()), unless it is the
  *   open one.  Nothing else changes the open bucket; it stays open across
@@ -1101,7 +1144,7 @@ static inline unsigned late_bucket(uint64_t late)
     return late == 0 ? 0 : 64u - (unsigned)__builtin_clzll(late);
 }
 
-/* The next fire, not yet counted in stats_.fired, is `late` ticks late and
+/* The next fire, not yet counted in fires_total(), is `late` ticks late and
  * starts a run: make its bucket the open one. */
 static void __attribute__((noinline))
 late_open(struct rota_wheel *w, uint64_t late)
@@ -1109,7 +1152,7 @@ late_open(struct rota_wheel *w, uint64_t late)
     unsigned bucket = late_bucket(late);
 
     if (bucket != w->late_run_) {
-        uint64_t fired = w->stats_.fired;
+        uint64_t fired = fires_total(w);
         w->late_[w->late_run_] += fired;
         w->late_[bucket] -= fired;
         w->late_run_ = (uint8_t)bucket;
@@ -1123,8 +1166,12 @@ enum pass_start {
     PASS_BACKWARDS, /* the clock went backwards: counted, time kept */
 };
 
-/* Start a call that may fire timers. */
-static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
+/* Start a call that may fire timers.  `idle_tested`: the caller found the
+ * idle path closed for `now` (unclamped; clamped, it would be open only
+ * for now == UINT64_MAX with nothing pending, where the pass finds nothing
+ * and ends as the idle path would). */
+static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now,
+                                  bool idle_tested)
 {
     if (now > ROTA_MAX_DEADLINE) /* UINT64_MAX is ROTA_NEVER, not a time */
         now = ROTA_MAX_DEADLINE;
@@ -1132,13 +1179,20 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now)
         w->stats_.clock_backwards++;
         return PASS_BACKWARDS;
     }
-    if (rota__advance_idle(w, now))
+    if (!idle_tested && rota__advance_idle(w, now))
         return PASS_IDLE;
     w->now_ = now;
     /* A callback's inline arm must not file a time that is due; the end
      * of the pass sets arm_min_ afresh (settle_earliest()). */
     if (w->arm_min_ <= now)
         w->arm_min_ = now + 1;
+    /* Whatever fires has a deadline <= now, and the earliest deadline is
+     * no later than it: forgotten here, once, instead of compared at
+     * every fire.  It stays 0 until the pass ends: nothing in a pass
+     * caches a deadline <= now_ (rota_wheel_next_deadline()), and
+     * note_new_deadline() only lowers a known one. */
+    if (w->earliest_ <= now)
+        w->earliest_ = 0;
     return PASS_RUN;
 }
 
@@ -1231,17 +1285,25 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
     return 0;
 }
 
-static int __attribute__((noinline))
-advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited,
-             size_t *fired)
+/* What advance_pass() returns, in two registers. */
+struct pass {
+    int more;     /* timers are still due */
+    size_t fired; /* callbacks run */
+};
+
+/* The pass of an advance.  Its fires are counted by the fire budget it
+ * spends anyway (one unit a fire), which lives in memory across the
+ * callbacks: a count of its own would hold a register there. */
+static struct pass __attribute__((noinline))
+advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
 {
     struct budget b;
-    uint64_t fired_before = w->stats_.fired;
     int more = 0;
 
     budget_start(&b, chunk, limited);
-    switch (begin_pass(w, now)) {
-    case PASS_IDLE: /* the hot path of a mostly idle wheel: nothing due */
+    /* Both callers took the idle path when it was open. */
+    switch (begin_pass(w, now, true)) {
+    case PASS_IDLE:
         break;
     case PASS_BACKWARDS: /* an earlier limit may have left timers due */
         more = peek_due(w, &b) != NULL || b.stopped;
@@ -1291,7 +1353,9 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited,
             /* The next due timer's miss overlaps with this callback. */
             __builtin_prefetch(head->next);
             rota_timer_fn *fn;
-            uint64_t late = take_due(w, t, at, &fn);
+            /* t's deadline is the run's: the test above, or the run
+             * begun at t. */
+            uint64_t late = take_due(w, t, run, at, &fn);
             if (fn != NULL)
                 fn(w, t, late); /* may free t: not touched afterwards */
         }
@@ -1312,10 +1376,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited,
         break;
     }
     }
-    /* Every fire since the call began is this pass's: a callback can
-     * fire nothing of this wheel. */
-    *fired = (size_t)(w->stats_.fired - fired_before);
-    return more;
+    return (struct pass){more, b.fires_granted - b.fires};
 }
 
 static int advance_max_call(struct rota_wheel *w, uint64_t now,
@@ -1328,10 +1389,13 @@ static int advance_max_call(struct rota_wheel *w, uint64_t now,
         return ROTA_EINVAL;
     if (w->in_pass_)
         return ROTA_EBUSY;
-    if (!rota__advance_idle(w, now))
-        more = max_fires == SIZE_MAX
-                   ? advance_pass(w, now, OPEN_CHUNK, false, &count)
-                   : advance_pass(w, now, max_fires, true, &count);
+    if (!rota__advance_idle(w, now)) {
+        struct pass p = max_fires == SIZE_MAX
+                            ? advance_pass(w, now, OPEN_CHUNK, false)
+                            : advance_pass(w, now, max_fires, true);
+        more = p.more;
+        count = p.fired;
+    }
     if (fired != NULL)
         *fired = count;
     return more;
@@ -1345,15 +1409,13 @@ int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
 
 static int advance_call(struct rota_wheel *w, uint64_t now)
 {
-    size_t fired;
-
     if (w == NULL)
         return ROTA_EINVAL;
     if (w->in_pass_)
         return ROTA_EBUSY;
     if (rota__advance_idle(w, now))
         return 0;
-    advance_pass(w, now, OPEN_CHUNK, false, &fired);
+    size_t fired = advance_pass(w, now, OPEN_CHUNK, false).fired;
     return fired > INT_MAX ? INT_MAX : (int)fired;
 }
 
@@ -1374,7 +1436,7 @@ static int expire_call(struct rota_wheel *w, uint64_t now,
     if (w->in_pass_)
         return ROTA_EBUSY;
     budget_for(&b, cap);
-    switch (begin_pass(w, now)) {
+    switch (begin_pass(w, now, false)) {
     case PASS_IDLE:
         break;
     case PASS_BACKWARDS:
@@ -1390,7 +1452,7 @@ static int expire_call(struct rota_wheel *w, uint64_t now,
                 run = t->deadline_;
                 late_open(w, w->now_ - run);
             }
-            take_due(w, t, w->now_, &fn);
+            take_due(w, t, run, w->now_, &fn);
             out[count++] = t;
         }
         more = b.stopped && work_left(w);
@@ -1492,6 +1554,11 @@ uint64_t rota_wheel_next_deadline(struct rota_wheel *w)
 #else
     uint64_t earliest = find_earliest(w);
 #endif
+    /* From a callback, a deadline <= now_ (a timer still due) is not
+     * cached: the pass fires timers without looking at the cache, which
+     * it keeps at 0 (begin_pass()). */
+    if (w->in_pass_ && earliest <= w->now_)
+        return earliest;
     w->earliest_ = earliest;
     set_arm_min(w); /* no inline arm below it from now on */
     return earliest;
@@ -1559,6 +1626,7 @@ void rota_wheel_stats(const struct rota_wheel *w, struct rota_stats *out)
     if (w == NULL || out == NULL)
         return;
     *out = w->stats_;
+    out->fired = fires_total(w);
     out->pending = pending_count(w);
 }
 
@@ -1568,7 +1636,7 @@ void rota_wheel_lateness(const struct rota_wheel *w, struct rota_lateness *out)
         return;
     for (unsigned k = 0; k < ROTA_LATE_BUCKETS; k++)
         out->count[k] = w->late_[k];
-    out->count[w->late_run_] += w->stats_.fired; /* the open run */
+    out->count[w->late_run_] += fires_total(w); /* the open run */
 }
 
 static int drain_call(struct rota_wheel *w,
@@ -1672,12 +1740,16 @@ static void arm_at(struct rota_wheel *w, struct rota_timer *t,
         w->rearmed_++;
     }
     w->stats_.armed++;
-    note_new_deadline(w, deadline);
     t->deadline_ = deadline;
-    if (w->in_pass_ && deadline <= w->now_)
+    if (w->in_pass_ && deadline <= w->now_) {
+        /* Forgotten, not lowered: a pass keeps no earliest deadline that
+         * is due (begin_pass()). */
+        w->earliest_ = 0;
         list_append(&w->deferred_, &t->link_);
-    else
+    } else {
+        note_new_deadline(w, deadline);
         file_timer(w, t);
+    }
     set_pending(t);
     set_arm_min(w); /* lower again, if the earliest went down */
 }

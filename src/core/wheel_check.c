@@ -181,6 +181,10 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
      * hold an old deadline (rota.h); later than a pending deadline never. */
     if (w->earliest_ != 0 && w->earliest_ > earliest)
         FAIL("cached earliest deadline is later than a pending one");
+    /* A pass fires without comparing deadlines with the cache: it holds
+     * none that could fire (wheel.c, begin_pass()). */
+    if (w->in_pass_ && w->earliest_ != 0 && w->earliest_ <= w->now_)
+        FAIL("the cached earliest deadline is due inside a pass");
     if (why != NULL)
         *why = NULL;
     return 0;

@@ -75,12 +75,20 @@ static inline struct rota_periodic *periodic_of(struct rota_timer *t)
 
 /* Every arm of an idle timer adds one; cancel, a last fire and drain take
  * one away (wheel.c: write_head() says why there is no pending_ to
- * store). */
+ * store).  stats_.fired counts the last fires only (after which the timer
+ * is idle), refired_ the fires after which a periodic timer stays: each
+ * fire adds to one of them, and the fired count users see is their sum
+ * (fires_total()). */
 static inline uint64_t pending_count(const struct rota_wheel *w)
 {
     const struct rota_stats *s = &w->stats_;
-    return s->armed - w->rearmed_ - s->cancelled - s->fired + w->refired_ -
-           s->drained;
+    return s->armed - w->rearmed_ - s->cancelled - s->fired - s->drained;
+}
+
+/* Every fire since rota_wheel_init(): rota_stats.fired. */
+static inline uint64_t fires_total(const struct rota_wheel *w)
+{
+    return w->stats_.fired + w->refired_;
 }
 
 /* What every build reports when a walk finds the wheel's lists looping

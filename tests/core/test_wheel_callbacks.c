@@ -281,6 +281,60 @@ TEST(arms_at_or_before_now_in_callback_wait_for_next_call)
     CHECK_WHEEL(&wheel);
 }
 
+/* rota_wheel_next_deadline() from a callback, by the callback's id. */
+static uint64_t seen_next[4];
+
+static void note_next(struct rota_wheel *w, struct tn *self)
+{
+    seen_next[self->id] = rota_wheel_next_deadline(w);
+    CHECK_WHEEL(w);
+}
+
+static void note_next_arm_now(struct rota_wheel *w, struct tn *self)
+{
+    struct tn *late = self->arg;
+    /* Nothing else is due: this one is cached (t[2]'s next, 35). */
+    CHECK_EQ_U64(rota_wheel_next_deadline(w), 35);
+    CHECK_EQ_INT(rota_timer_arm_in(w, &late->per.timer, 0), 0);
+    note_next(w, self);
+}
+
+/* The pass fires without looking at the cached earliest deadline, so a
+ * deadline a callback asks for while timers are still due must not stay
+ * cached: the next callback would see a deadline that has fired. */
+TEST(next_deadline_in_callback_stays_exact)
+{
+    struct tn t[4];
+
+    new_wheel(&wheel, 0);
+    tn_init_all(t, 4);
+    for (unsigned i = 0; i < 3; i++)
+        t[i].act = note_next;
+    t[2].act = note_next_arm_now;
+    t[2].arg = &t[3];
+    rota_timer_arm_at(&wheel, &t[0].per.timer, 10);
+    rota_timer_arm_at(&wheel, &t[1].per.timer, 10);
+    CHECK_EQ_INT(
+        rota_periodic_arm_at(&wheel, &t[2].per, 20, 15, ROTA_MISSED_SKIP), 0);
+    CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 10);
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 10), 2);
+    CHECK_EQ_U64(seen_next[0], 10); /* t[1] is still due */
+    CHECK_EQ_U64(seen_next[1], 20); /* not t[0]'s 10, which fired */
+    CHECK_WHEEL(&wheel);
+    /* A periodic timer filed again, then a timer armed at now (deferred)
+     * from its callback: both are seen. */
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 20), 1);
+    CHECK_EQ_U64(seen_next[2], 20); /* t[3], armed at now */
+    CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 20);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 20), 1);
+    CHECK_EQ_INT(ent[nent - 1].id, 3);
+    CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 35); /* t[2]'s next */
+    rota_timer_cancel(&wheel, &t[2].per.timer);
+    CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), ROTA_NEVER);
+    CHECK_WHEEL(&wheel);
+}
+
 int main(int argc, char **argv)
 {
     static const struct h_test tests[] = {
@@ -291,6 +345,7 @@ int main(int argc, char **argv)
         H_TEST(cancelled_timers_do_not_linger),
         H_TEST(callback_uses_another_wheel),
         H_TEST(arms_at_or_before_now_in_callback_wait_for_next_call),
+        H_TEST(next_deadline_in_callback_stays_exact),
     };
     return h_main(argc, argv, tests, H_COUNT(tests));
 }

@@ -251,6 +251,39 @@ TEST(huge_delays_saturate)
     CHECK_WHEEL(&wheel);
 }
 
+static size_t big_fires;
+
+static void count_fire(struct rota_wheel *w, struct rota_timer *t,
+                       uint64_t late)
+{
+    (void)w;
+    (void)t;
+    (void)late;
+    big_fires++;
+}
+
+/* A call without a limit spends its fire budget in chunks (65536 fires);
+ * the count it returns spans them all. */
+TEST(fired_count_spans_budget_chunks)
+{
+    enum { N = 3 * 65536 + 5 };
+    static struct rota_timer t[N];
+    size_t fired = 0;
+
+    new_wheel(&wheel, 0);
+    for (size_t i = 0; i < N; i++) {
+        rota_timer_init(&t[i], count_fire);
+        /* Two thirds at 100, the rest at 200. */
+        CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[i], i % 3 ? 100 : 200), 0);
+    }
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 100), (int)(N - (N + 2) / 3));
+    CHECK_EQ_INT(rota_wheel_advance_max(&wheel, 300, SIZE_MAX, &fired), 0);
+    CHECK_EQ_U64(fired, (N + 2) / 3);
+    CHECK_EQ_U64(big_fires, N);
+    CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
+    CHECK_WHEEL(&wheel);
+}
+
 int main(int argc, char **argv)
 {
     static const struct h_test tests[] = {
@@ -259,6 +292,7 @@ int main(int argc, char **argv)
         H_TEST(deadlines_on_level_boundaries),
         H_TEST(never_early_tick_by_tick),
         H_TEST(huge_delays_saturate),
+        H_TEST(fired_count_spans_budget_chunks),
     };
     return h_main(argc, argv, tests, H_COUNT(tests));
 }
