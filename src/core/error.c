@@ -3,6 +3,7 @@
  * a new code cannot be added without its message.  Also the misuse handler
  * of debug builds (rota.h, DEBUG BUILDS), which every build accepts so that
  * a program links against either. */
+#define _GNU_SOURCE /* process_vm_readv(), for a debug build */
 #include "rota.h"
 
 #include "wheel_internal.h" /* and through it wheel_debug.h */
@@ -47,6 +48,12 @@ bool rota_debug_enabled(void)
 
 #include <stdio.h>
 #include <stdlib.h>
+
+#if defined(ROTA_DEBUG) && defined(__linux__)
+#include <errno.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#endif
 
 /* Every build: a wheel whose lists a walk found looping (wheel.c, "walks
  * that end").  The handler first, as for a debug build's reports; then,
@@ -93,5 +100,29 @@ void rota__debug_fatal(const char *misuse, const struct rota_timer *timer)
     fprintf(stderr, "rota: %s (timer %p): the wheel cannot go on\n", misuse,
             (const void *)timer);
     abort();
+}
+
+/* The kernel copies the bytes (Linux: process_vm_readv() of this process)
+ * and fails with EFAULT where they cannot be read, so a wrong guess is a
+ * failed call, not a fault.  Where the call is missing or refused (ENOSYS;
+ * EPERM under some sandboxes), or on another system, the answer is true:
+ * the walk then follows the link as it would without this. */
+bool rota__debug_readable(const void *p, size_t size)
+{
+#ifdef __linux__
+    unsigned char copy[sizeof(struct rota_timer)];
+    if (size > sizeof copy) /* callers ask about one timer */
+        size = sizeof copy;
+    struct iovec local = {copy, size};
+    struct iovec remote = {(void *)(uintptr_t)p, size};
+    int saved = errno;
+    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    bool readable = got == (ssize_t)size || (got < 0 && errno != EFAULT);
+    errno = saved;
+    return readable;
+#else
+    (void)p, (void)size;
+    return true;
+#endif
 }
 #endif

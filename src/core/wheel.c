@@ -1917,6 +1917,12 @@ int rota_timer_relocate(struct rota_wheel *w, struct rota_timer *from,
     /* Plain memory again: neither idle nor pending. */
     from->link_.prev = NULL;
     from->link_.next = NULL;
+#ifdef ROTA_DEBUG
+    /* And a seal that fails: its memory, freed, may have its links
+     * overwritten by an allocator's free list with words that look like a
+     * pending timer's, and the seal does not cover the links. */
+    debug_seal_store(from, (uint16_t)~debug_seal_of(from));
+#endif
     return 0;
 }
 

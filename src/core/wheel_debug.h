@@ -79,6 +79,10 @@ _Noreturn void rota__debug_fatal(const char *misuse,
 
 #undef ROTA__INLINE_PATHS
 
+/* Whether `size` bytes at `p` can be read, asked without reading them
+ * (error.c); true where that cannot be told. */
+bool rota__debug_readable(const void *p, size_t size);
+
 /* rota_timer_init() must read memory that is usually fresh, to see whether
  * it holds a pending timer; valgrind reports decisions made on such
  * memory, so the check tells it that those reads are meant (the call then
@@ -236,8 +240,10 @@ static inline bool debug_sealed(const struct rota_timer *t)
 /* Whether a link may be followed: a pending timer's links are addresses
  * of links, so they are aligned and, on a 64-bit target, in the 48-bit
  * range user space has.  Garbage in memory never initialised mostly is
- * not; what still passes is followed, and may fault (ASan or valgrind then
- * names the read). */
+ * not.  What still passes is followed: by rota_timer_init()'s walk only
+ * after the kernel says it can be read (debug_head_of()); by the checks of
+ * the other calls as it is, since the timer a caller passes there is one
+ * it initialised, and its links are the library's. */
 static inline bool debug_plausible(const struct rota_link *link)
 {
     uintptr_t at = (uintptr_t)link;
@@ -351,9 +357,6 @@ static inline bool debug_inside(const struct rota_wheel *w,
     return (uintptr_t)link - (uintptr_t)w < sizeof *w;
 }
 
-/* The head of a pending timer's list, found within `bound` sealed pending
- * timers of it going forward, then going back; NULL when it is further,
- * or a link on the way does not point back. */
 /* Whether a pending timer's list, followed within `bound` sealed pending
  * timers either way, ends at one of w's list heads that does not lead back:
  * the list of a wheel initialised again (or copied) while it was pending. */
@@ -377,12 +380,32 @@ static inline bool debug_orphaned(const struct rota_wheel *w,
     return false;
 }
 
+/* Whether the walk from memory of unknown origin may read the timer (or
+ * list head) that `link` points to: asked of the kernel before the read,
+ * so that garbage which passes debug_plausible() ends the walk instead of
+ * faulting. */
+static inline bool debug_readable_at(const struct rota_link *link)
+{
+    return debug_plausible(link) &&
+           rota__debug_readable(debug_timer_of(link),
+                                sizeof(struct rota_timer));
+}
+
+/* The head of a pending timer's list, found within `bound` sealed pending
+ * timers of it going forward, then going back; NULL when it is further,
+ * or a link on the way does not point back.  With `probe`, each link is
+ * tried before it is followed: the walk of rota_timer_init(), whose timer
+ * may be fresh memory whose leftover bytes pass the seal by chance (1 in
+ * 2^16), and whose links are then garbage. */
 static inline const struct rota_link *debug_head_of(const struct rota_timer *t,
-                                                    unsigned bound)
+                                                    unsigned bound, bool probe)
 {
     for (int back = 0; back < 2; back++) {
         const struct rota_link *at = &t->link_;
         for (unsigned step = 0; step < bound; step++) {
+            if (probe &&
+                !(debug_readable_at(at->next) && debug_readable_at(at->prev)))
+                return NULL;
             if (!debug_linked(at))
                 return NULL;
             const struct rota_link *n = back ? at->prev : at->next;
@@ -408,7 +431,7 @@ static inline const struct rota_link *debug_head_of(const struct rota_timer *t,
  */
 static inline bool debug_in_live_list(const struct rota_timer *t)
 {
-    const struct rota_link *head = debug_head_of(t, DEBUG_WALK_BOUND);
+    const struct rota_link *head = debug_head_of(t, DEBUG_WALK_BOUND, true);
     if (head == NULL)
         return false;
     for (size_t i = 0; i < DEBUG_WHEELS; i++) {
@@ -551,7 +574,7 @@ static inline int debug_check_timer(const struct rota_wheel *w,
         rota__debug_report(misuse, who);
         return ROTA_ECORRUPT;
     }
-    const struct rota_link *head = debug_head_of(t, DEBUG_WHEEL_BOUND);
+    const struct rota_link *head = debug_head_of(t, DEBUG_WHEEL_BOUND, false);
     if (head != NULL && !debug_inside(w, head))
         return ROTA_EOTHERWHEEL;
     if (head == NULL && debug_orphaned(w, t, DEBUG_WHEEL_BOUND)) {
@@ -563,7 +586,9 @@ static inline int debug_check_timer(const struct rota_wheel *w,
 
 /* rota_timer_init() of a timer a wheel still links: true after the report
  * (the call then does nothing).  Fresh memory that happens to look pending
- * fails the seal; a copy fails it too, and may be initialised. */
+ * fails the seal but for 1 time in 2^16; then its links are garbage, and
+ * the walk tries each before it follows it.  A copy fails the seal too,
+ * and may be initialised. */
 static inline bool debug_init_of_pending(const struct rota_timer *t)
 {
     DEBUG_READ_FRESH(t, sizeof *t);
