@@ -120,23 +120,42 @@
  *   timer was idle).
  *
  *   Keys of 1 to 8 bytes in the map's usual state (the fast hash, a
- *   table, no migration running) take a short path, find_short(): the
- *   key is loaded once, as the word its slot holds, and hashed from that
- *   word; the probe walks slot pointers and compares a slot's stored hash
- *   and length as one word, then the key word; its own test (1 to 8
- *   bytes at a non-NULL address) leaves only a NULL map to check, so the
- *   argument checks run off it.  Everything else, and a probe longer than
- *   any before, takes the general path (find_noting()).  Counted with
- *   callgrind in W6 at 1e3 keys (8-byte ids), the adapter's call
- *   included: a set takes about 160 instructions (hashed-rounds: 65).
- *   The hash is 23 of them, the home slot and its compare 16 and each
- *   slot past it 10 (1.7 slots on average at load 0.57), the entry and
- *   exit 45 (saved registers, the deadline's saturation, the checks),
- *   the found entry's bookkeeping 16, and the wheel's touch 5 for a
- *   later deadline and 35 for an earlier one; inserts add 16 a set on
- *   average.  A remove takes about 255, 110 of them the backward shift,
- *   which reads on to the end of the cluster (four slots on average)
- *   and moves 0.8 entries, each with a relocate.
+ *   table, no migration running) take the lean path, find_word(): the
+ *   key is loaded once (two overlapping 4-byte loads below 8 bytes, no
+ *   call), as the word its slot holds, and hashed from that word; the
+ *   probe walks slot pointers and compares a slot's stored hash and
+ *   length as one word, then the key word.  A key that is a number (the
+ *   _u64 calls) is that word already: no length to check, nothing to
+ *   load.  The lean path makes no call that anything follows but its
+ *   return, so it saves no registers beyond the few the probe needs:
+ *   what it does not finish it hands on by a tail call with the
+ *   arguments it was given (to the general path, find_noting(): another
+ *   state, a probe longer than any before; to set_found(): an entry with
+ *   no deadline or a ROTA_NEVER one; to set_insert(): an absent key), a
+ *   ttl that is ROTA_NEVER, saturates or needs the wheel's time source
+ *   goes the general way before anything is read, and the wheel's own
+ *   calls inside its inline touch return straight to the caller.
+ *
+ *   Counted with callgrind in W6 at 1e3 keys (8-byte ids through the
+ *   _u64 calls, the adapter included), an operation takes 133
+ *   instructions (hashed-rounds: 65).  A set of an existing id takes
+ *   about 100 of them: entry and exit 25 (three saved registers, the
+ *   time source, ttl and state tests), the hash 14, the home slot and
+ *   the tag 12, the probe 15 (1.7 slots at load 0.57), the found
+ *   entry's tests and stores 14, and the wheel's touch 7 for a later
+ *   deadline and 35 for an earlier one (unlinked, then filed by the
+ *   wheel's inline arm); an insert (one set in eight here) adds about
+ *   110 in set_insert().  The same set through the byte calls takes
+ *   about 20 more (the key's length and address tested and loaded, four
+ *   saved registers).  A remove takes about 245, 130 of them the
+ *   backward shift, which reads on to the end of the cluster (four
+ *   slots on average) and moves 0.8 entries, each with a relocate.
+ *   What a rounds wheel does not pay for: a seeded hash (its mixer is
+ *   unseeded, 9 instructions), a table of any size (a multiply where a
+ *   mask would do) of 56-byte slots, the flood detection's probe count,
+ *   and the wheel's exact next deadline and counters on each touch and
+ *   move (its earlier move is two list operations, rota's a slot
+ *   computed from the deadline's level).
  *
  * THE GUARANTEES AND WHY THEY HOLD
  *   - One live entry per key: the table holds at most one slot per key
