@@ -252,6 +252,30 @@ ROTA_API int rota_keyed_remove(struct rota_keyed *map, const void *key,
 ROTA_API int rota_keyed_get(const struct rota_keyed *map, const void *key,
                             size_t key_len, void **value, uint64_t *deadline);
 
+/*
+ * Keys that are numbers: an id, a connection or session number, a hash the
+ * caller has already made.  Each _u64 call is the call of the same name
+ * above with the number's 8 bytes as they lie in memory (&key, 8), so the
+ * two forms name the same entry and mix freely, and the expire and drain
+ * callbacks receive those 8 bytes (memcpy them into a uint64_t).  Same
+ * contracts and return values; the key is passed in a register, so the
+ * call skips the length checks and the load of the key (the lean path of
+ * docs/keyed.md).
+ */
+ROTA_API int rota_keyed_set_u64_in(struct rota_keyed *map, uint64_t key,
+                                   void *value, uint64_t ttl, void **old_value);
+ROTA_API int rota_keyed_set_u64_at(struct rota_keyed *map, uint64_t key,
+                                   void *value, uint64_t deadline,
+                                   void **old_value);
+ROTA_API int rota_keyed_move_u64_in(struct rota_keyed *map, uint64_t key,
+                                    uint64_t ttl);
+ROTA_API int rota_keyed_move_u64_at(struct rota_keyed *map, uint64_t key,
+                                    uint64_t deadline);
+ROTA_API int rota_keyed_remove_u64(struct rota_keyed *map, uint64_t key,
+                                   void **value);
+ROTA_API int rota_keyed_get_u64(const struct rota_keyed *map, uint64_t key,
+                                void **value, uint64_t *deadline);
+
 /* Whether the key is present (false for a NULL map or invalid key). */
 ROTA_API bool rota_keyed_contains(const struct rota_keyed *map, const void *key,
                                   size_t key_len);

@@ -120,23 +120,42 @@
  *   timer was idle).
  *
  *   Keys of 1 to 8 bytes in the map's usual state (the fast hash, a
- *   table, no migration running) take a short path, find_short(): the
- *   key is loaded once, as the word its slot holds, and hashed from that
- *   word; the probe walks slot pointers and compares a slot's stored hash
- *   and length as one word, then the key word; its own test (1 to 8
- *   bytes at a non-NULL address) leaves only a NULL map to check, so the
- *   argument checks run off it.  Everything else, and a probe longer than
- *   any before, takes the general path (find_noting()).  Counted with
- *   callgrind in W6 at 1e3 keys (8-byte ids), the adapter's call
- *   included: a set takes about 160 instructions (hashed-rounds: 65).
- *   The hash is 23 of them, the home slot and its compare 16 and each
- *   slot past it 10 (1.7 slots on average at load 0.57), the entry and
- *   exit 45 (saved registers, the deadline's saturation, the checks),
- *   the found entry's bookkeeping 16, and the wheel's touch 5 for a
- *   later deadline and 35 for an earlier one; inserts add 16 a set on
- *   average.  A remove takes about 255, 110 of them the backward shift,
- *   which reads on to the end of the cluster (four slots on average)
- *   and moves 0.8 entries, each with a relocate.
+ *   table, no migration running) take the lean path, find_word(): the
+ *   key is loaded once (two overlapping 4-byte loads below 8 bytes, no
+ *   call), as the word its slot holds, and hashed from that word; the
+ *   probe walks slot pointers and compares a slot's stored hash and
+ *   length as one word, then the key word.  A key that is a number (the
+ *   _u64 calls) is that word already: no length to check, nothing to
+ *   load.  The lean path makes no call that anything follows but its
+ *   return, so it saves no registers beyond the few the probe needs:
+ *   what it does not finish it hands on by a tail call with the
+ *   arguments it was given (to the general path, find_noting(): another
+ *   state, a probe longer than any before; to set_found(): an entry with
+ *   no deadline or a ROTA_NEVER one; to set_insert(): an absent key), a
+ *   ttl that is ROTA_NEVER, saturates or needs the wheel's time source
+ *   goes the general way before anything is read, and the wheel's own
+ *   calls inside its inline touch return straight to the caller.
+ *
+ *   Counted with callgrind in W6 at 1e3 keys (8-byte ids through the
+ *   _u64 calls, the adapter included), an operation takes 133
+ *   instructions (hashed-rounds: 65).  A set of an existing id takes
+ *   about 100 of them: entry and exit 25 (three saved registers, the
+ *   time source, ttl and state tests), the hash 14, the home slot and
+ *   the tag 12, the probe 15 (1.7 slots at load 0.57), the found
+ *   entry's tests and stores 14, and the wheel's touch 7 for a later
+ *   deadline and 35 for an earlier one (unlinked, then filed by the
+ *   wheel's inline arm); an insert (one set in eight here) adds about
+ *   110 in set_insert().  The same set through the byte calls takes
+ *   about 20 more (the key's length and address tested and loaded, four
+ *   saved registers).  A remove takes about 245, 130 of them the
+ *   backward shift, which reads on to the end of the cluster (four
+ *   slots on average) and moves 0.8 entries, each with a relocate.
+ *   What a rounds wheel does not pay for: a seeded hash (its mixer is
+ *   unseeded, 9 instructions), a table of any size (a multiply where a
+ *   mask would do) of 56-byte slots, the flood detection's probe count,
+ *   and the wheel's exact next deadline and counters on each touch and
+ *   move (its earlier move is two list operations, rota's a slot
+ *   computed from the deadline's level).
  *
  * THE GUARANTEES AND WHY THEY HOLD
  *   - One live entry per key: the table holds at most one slot per key
@@ -369,12 +388,36 @@ static inline uint64_t le_word(uint64_t word)
 #endif
 }
 
-/* word_of() for keys of 1 to 7 bytes, out of line: its memcpy of a
- * variable length would keep a word in memory on the 8-byte path. */
-static __attribute__((noinline)) uint64_t short_word_of(const void *key,
-                                                        uint32_t len)
+/* A 4-byte load from any alignment, as a little-endian number. */
+static inline uint32_t le_load32(const unsigned char *p)
 {
-    return word_of(key, len);
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
+}
+
+/* The bytes of a key of 1 to 8 bytes as a little-endian word, zero-padded
+ * (le_word() of the word its slot holds), without a call: one load for 8
+ * bytes, two overlapping 4-byte loads for 4 to 7, three byte loads for 1
+ * to 3 (bytes read twice are the same bytes, so OR-ing them is exact).  A
+ * memcpy of a variable length would be a call, and a call in the lean
+ * path makes it save registers (see INSTRUCTIONS COUNT TOO). */
+static inline uint64_t short_le_word(const void *key, uint32_t len)
+{
+    const unsigned char *p = key;
+    if (len == 8) {
+        uint64_t word;
+        memcpy(&word, p, sizeof word);
+        return le_word(word);
+    }
+    if (len >= 4)
+        return (uint64_t)le_load32(p) | (uint64_t)le_load32(p + len - 4)
+                                            << (8 * (len - 4));
+    return (uint64_t)p[0] | (uint64_t)p[len >> 1] << (8 * (len >> 1)) |
+           (uint64_t)p[len - 1] << (8 * (len - 1));
 }
 
 static inline bool key_equal(const struct slot *s, uint32_t h, uint64_t word,
@@ -740,33 +783,27 @@ static inline uint64_t slot_tag(const struct slot *s)
 }
 
 /* find_noting()'s common case, inlined into set, move, remove and get:
- * a key of up to 8 bytes, the fast hash, a table and no migration.  The
- * key is read once, as the word the slots hold; the probe walks slot
- * pointers and compares the stored hash and length as one word, then the
- * key word.  Returns the key's slot, or NULL with *end the empty slot
- * that ends the probe (the key is absent).  NULL with *end NULL sends
- * the caller to the general path: another state, or a probe longer than
- * any before (which find_noting() records, and which may switch the
- * map to SipHash). */
+ * a key of 1 to 8 bytes, given as `le` (short_le_word()) and `word` (the
+ * word its slot holds), the fast hash, a table and no migration.  The
+ * probe walks slot pointers and compares the stored hash and length as
+ * one word, then the key word.  Returns the key's slot, or NULL with *end
+ * the empty slot that ends the probe (the key is absent) and in *tag_out
+ * its tag (tag_of()) for the insert.  NULL with *end NULL sends the caller to the general path: another state, or a probe
+ * longer than any before (which find_noting() records, and which may
+ * switch the map to SipHash). */
 static inline __attribute__((always_inline)) struct slot *
-find_short(const struct rota_keyed *m, const void *key, size_t key_len,
-           uint32_t *h, struct slot **end)
+find_word(const struct rota_keyed *m, uint64_t le, uint64_t word, uint32_t len,
+          uint64_t *tag_out, struct slot **end)
 {
     *end = NULL;
-    /* 1 to 8 bytes (a key of 0 goes the general way, which checks that
-     * a NULL key has no length). */
-    if (key_len - 1 >= INLINE_KEY || key == NULL || m->sip || m->cur.size == 0)
+    if (m->sip || m->cur.size == 0)
         return NULL;
-    const uint32_t len = (uint32_t)key_len;
-    uint64_t word;
-    if (len == 8)
-        memcpy(&word, key, 8);
-    else
-        word = short_word_of(key, len);
-    *h = (uint32_t)rota__fasthash_word(&m->fk, le_word(word), len) | OCCUPIED;
-    const uint64_t tag = tag_of(*h, len);
+    const uint32_t h =
+        (uint32_t)rota__fasthash_word(&m->fk, le, len) | OCCUPIED;
+    const uint64_t tag = tag_of(h, len);
+    *tag_out = tag;
     struct slot *const first = m->cur.slot, *const last = first + m->cur.size;
-    struct slot *s = first + home_of(*h, m->cur.size), *found = NULL;
+    struct slot *s = first + home_of(h, m->cur.size), *found = NULL;
     size_t n = 0;
 
     for (;;) {
@@ -777,8 +814,12 @@ find_short(const struct rota_keyed *m, const void *key, size_t key_len,
             found = s;
             break;
         }
+        /* The first slot is read again at the wrap, not kept in a
+         * register: one register fewer keeps the lean path from saving
+         * any (a relaxed load is a plain load the compiler does not
+         * hoist). */
         if (++s == last)
-            s = first;
+            s = __atomic_load_n(&m->cur.slot, __ATOMIC_RELAXED);
     }
     if (__builtin_expect(n > m->longest_probe, 0))
         return NULL;
@@ -787,18 +828,40 @@ find_short(const struct rota_keyed *m, const void *key, size_t key_len,
     return found;
 }
 
+/* find_word() of a key given as bytes; *word receives the word its slot
+ * holds (or would). */
+static inline __attribute__((always_inline)) struct slot *
+find_short(const struct rota_keyed *m, const void *key, size_t key_len,
+           uint64_t *tag, uint64_t *word, struct slot **end)
+{
+    /* 1 to 8 bytes (a key of 0 goes the general way, which checks that
+     * a NULL key has no length). */
+    if (key_len - 1 >= INLINE_KEY || key == NULL) {
+        *end = NULL;
+        return NULL;
+    }
+    const uint64_t le = short_le_word(key, (uint32_t)key_len);
+    *word = le_word(le);
+    return find_word(m, le, *word, (uint32_t)key_len, tag, end);
+}
+
 /* ---------------------------------------------------------- deadlines */
 
 /* Saturating now + ttl; ROTA_NEVER stays "no deadline". */
-static uint64_t deadline_in(const struct rota_keyed *m, uint64_t ttl)
+static inline uint64_t deadline_after(uint64_t now, uint64_t ttl)
 {
     if (ttl == ROTA_NEVER)
         return ROTA_NEVER;
-    /* The wheel's time without a call, unless a time source is set on it
-     * (rota_keyed_wheel() lets a caller set one). */
+    return ttl > ROTA_MAX_DEADLINE - now ? ROTA_MAX_DEADLINE : now + ttl;
+}
+
+/* deadline_after() the map's now: the wheel's time without a call, unless
+ * a time source is set on it (rota_keyed_wheel() lets a caller set one). */
+static uint64_t deadline_in(const struct rota_keyed *m, uint64_t ttl)
+{
     uint64_t now =
         m->wheel.time_fn_ == NULL ? m->wheel.now_ : rota_wheel_now(&m->wheel);
-    return ttl > ROTA_MAX_DEADLINE - now ? ROTA_MAX_DEADLINE : now + ttl;
+    return deadline_after(now, ttl);
 }
 
 /* Give an entry in the table its new deadline.  The calls cannot fail: the
@@ -988,12 +1051,15 @@ static int insert(struct rota_keyed *m, size_t end, uint32_t h, const void *key,
     return 0;
 }
 
-/* set_at()'s general path: any key, any state. */
-static __attribute__((noinline)) int set_slow(struct rota_keyed *m,
-                                              const void *key, uint32_t len,
-                                              void *value, uint64_t deadline,
-                                              void **old_value)
+/* set_at()'s general path: any key, any state, the arguments checked. */
+static __attribute__((noinline)) int
+set_general(struct rota_keyed *m, const void *key, size_t key_len, void *value,
+            uint64_t deadline, void **old_value)
 {
+    int rc = check_key(m, key, key_len);
+    if (rc != 0)
+        return rc;
+    const uint32_t len = (uint32_t)key_len;
     uint32_t h;
     size_t end = 0;
     struct slot *s = NULL;
@@ -1013,35 +1079,148 @@ static __attribute__((noinline)) int set_slow(struct rota_keyed *m,
     return insert(m, end, h, key, len, value, deadline);
 }
 
-/* The public functions are interposable symbols in the shared library, so
- * they call these instead of one another: one call per operation. */
-static inline int set_at(struct rota_keyed *m, const void *key, size_t key_len,
-                         void *value, uint64_t deadline, void **old_value)
+/* set_general() of a key given as a number (its 8 bytes). */
+static __attribute__((noinline)) int set_u64_general(struct rota_keyed *m,
+                                                     uint64_t key, void *value,
+                                                     uint64_t deadline,
+                                                     void **old_value)
 {
-    if (m == NULL)
-        return ROTA_EINVAL;
-    uint32_t h;
-    struct slot *end, *s = find_short(m, key, key_len, &h, &end);
-    if (s != NULL) {
-        if (old_value != NULL)
-            *old_value = s->value;
-        s->value = value;
-        apply_deadline(m, s, deadline);
-        return 1;
-    }
-    if (end != NULL)
-        return insert(m, (size_t)(end - m->cur.slot), h, key, (uint32_t)key_len,
+    return set_general(m, &key, sizeof key, value, deadline, old_value);
+}
+
+/* set_at() of a key found in slot s whose deadline goes or whose timer is
+ * idle (the entry had none): out of line, entered by a tail call. */
+static __attribute__((noinline)) int set_found(struct rota_keyed *m,
+                                               struct slot *s, void *value,
+                                               uint64_t deadline,
+                                               void **old_value)
+{
+    if (old_value != NULL)
+        *old_value = s->value;
+    s->value = value;
+    apply_deadline(m, s, deadline);
+    return 1;
+}
+
+/* set_at() of an absent key of 1 to 8 bytes whose probe of the current
+ * table ended at slot `end`; `tag` is its hash and length (tag_of()),
+ * `word` the word its slot holds.  Six arguments, so the lean path
+ * reaches it by a tail call. */
+static __attribute__((noinline)) int set_insert(struct rota_keyed *m,
+                                                struct slot *end, uint64_t tag,
+                                                uint64_t word, void *value,
+                                                uint64_t deadline)
+{
+    if (m->count + 2 > m->cur.size) { /* rare: insert() makes room */
+        struct {
+            uint32_t hash, key_len;
+        } t;
+        memcpy(&t, &tag, sizeof t);
+        return insert(m, (size_t)(end - m->cur.slot), t.hash, &word, t.key_len,
                       value, deadline);
-    int rc = check_key(m, key, key_len);
-    if (rc != 0)
-        return rc;
-    return set_slow(m, key, (uint32_t)key_len, value, deadline, old_value);
+    }
+    /* insert() for a key in a word, with room: no key block, no new
+     * table, and the slot at hand rather than its index. */
+    memcpy(end, &tag, sizeof tag); /* hash and key_len: slot_tag() */
+    end->key.word = word;
+    end->value = value;
+    rota_timer_init(&end->timer, on_expire);
+    m->count++;
+    if (deadline != ROTA_NEVER) {
+        (void)rota_timer_arm_at(&m->wheel, &end->timer, deadline);
+        m->expiring++;
+    }
+    resize_work(m);
+    return 0;
+}
+
+/* Whether an entry's timer is pending, read as the wheel's inline paths
+ * read it (false in a debug build, whose calls all go to the library). */
+static inline bool timer_pending(const struct rota_keyed *m,
+                                 const struct slot *s)
+{
+    return (uintptr_t)s->timer.link_.prev > m->wheel.pending_above_;
+}
+
+/* The public functions are interposable symbols in the shared library, so
+ * they call these instead of one another: one call per operation.  The
+ * lean path (see INSTRUCTIONS COUNT TOO) makes no call that anything
+ * follows but a return: what it does not finish it hands on by a tail
+ * call, so it keeps nothing across a call.  `m` is not NULL. */
+static inline __attribute__((always_inline)) int
+set_in_slot(struct rota_keyed *m, struct slot *s, void *value,
+            uint64_t deadline, void **old_value)
+{
+    if (deadline == ROTA_NEVER || !timer_pending(m, s))
+        return set_found(m, s, value, deadline, old_value);
+    if (old_value != NULL)
+        *old_value = s->value;
+    s->value = value;
+    /* A later deadline is a store; an earlier one re-files the timer (the
+     * wheel's own calls, when it makes one, are followed by the return
+     * alone). */
+    (void)rota_timer_touch_at(&m->wheel, &s->timer, deadline);
+    return 1;
+}
+
+static inline __attribute__((always_inline)) int
+set_at(struct rota_keyed *m, const void *key, size_t key_len, void *value,
+       uint64_t deadline, void **old_value)
+{
+    uint64_t tag, word;
+    struct slot *end, *s = find_short(m, key, key_len, &tag, &word, &end);
+    if (s != NULL)
+        return set_in_slot(m, s, value, deadline, old_value);
+    if (end != NULL)
+        return set_insert(m, end, tag, word, value, deadline);
+    return set_general(m, key, key_len, value, deadline, old_value);
+}
+
+static inline __attribute__((always_inline)) int
+set_u64_at(struct rota_keyed *m, uint64_t key, void *value, uint64_t deadline,
+           void **old_value)
+{
+    uint64_t tag;
+    struct slot *end, *s = find_word(m, le_word(key), key, 8, &tag, &end);
+    if (s != NULL)
+        return set_in_slot(m, s, value, deadline, old_value);
+    if (end != NULL)
+        return set_insert(m, end, tag, key, value, deadline);
+    return set_u64_general(m, key, value, deadline, old_value);
 }
 
 int rota_keyed_set_at(struct rota_keyed *m, const void *key, size_t key_len,
                       void *value, uint64_t deadline, void **old_value)
 {
+    if (m == NULL)
+        return ROTA_EINVAL;
     return set_at(m, key, key_len, value, deadline, old_value);
+}
+
+int rota_keyed_set_u64_at(struct rota_keyed *m, uint64_t key, void *value,
+                          uint64_t deadline, void **old_value)
+{
+    if (m == NULL)
+        return ROTA_EINVAL;
+    return set_u64_at(m, key, value, deadline, old_value);
+}
+
+/* Whether now + ttl is the deadline of a ttl: no time source on the map's
+ * wheel (reading it is a call), and neither ROTA_NEVER nor a sum to
+ * saturate.  The other ttls take the general path (deadline_in()). */
+static inline bool plain_ttl(const struct rota_keyed *m, uint64_t ttl)
+{
+    return m->wheel.time_fn_ == NULL &&
+           ttl <= ROTA_MAX_DEADLINE - m->wheel.now_;
+}
+
+/* rota_keyed_set_in() of a ttl that is not plain_ttl(), off the lean
+ * path. */
+static __attribute__((noinline)) int
+set_in_timed(struct rota_keyed *m, const void *key, size_t key_len, void *value,
+             uint64_t ttl, void **old_value)
+{
+    return set_general(m, key, key_len, value, deadline_in(m, ttl), old_value);
 }
 
 int rota_keyed_set_in(struct rota_keyed *m, const void *key, size_t key_len,
@@ -1049,48 +1228,121 @@ int rota_keyed_set_in(struct rota_keyed *m, const void *key, size_t key_len,
 {
     if (m == NULL)
         return ROTA_EINVAL;
-    return set_at(m, key, key_len, value, deadline_in(m, ttl), old_value);
+    if (!plain_ttl(m, ttl))
+        return set_in_timed(m, key, key_len, value, ttl, old_value);
+    return set_at(m, key, key_len, value, m->wheel.now_ + ttl, old_value);
 }
 
-/* move_at()'s general path. */
-static __attribute__((noinline)) int move_slow(struct rota_keyed *m,
-                                               const void *key, uint32_t len,
-                                               uint64_t deadline)
+static __attribute__((noinline)) int set_u64_in_timed(struct rota_keyed *m,
+                                                      uint64_t key, void *value,
+                                                      uint64_t ttl,
+                                                      void **old_value)
 {
+    return set_u64_general(m, key, value, deadline_in(m, ttl), old_value);
+}
+
+int rota_keyed_set_u64_in(struct rota_keyed *m, uint64_t key, void *value,
+                          uint64_t ttl, void **old_value)
+{
+    if (m == NULL)
+        return ROTA_EINVAL;
+    if (!plain_ttl(m, ttl))
+        return set_u64_in_timed(m, key, value, ttl, old_value);
+    return set_u64_at(m, key, value, m->wheel.now_ + ttl, old_value);
+}
+
+/* move_at()'s general path: any key, any state, the arguments checked. */
+static __attribute__((noinline)) int move_general(struct rota_keyed *m,
+                                                  const void *key,
+                                                  size_t key_len,
+                                                  uint64_t deadline)
+{
+    int rc = check_key(m, key, key_len);
+    if (rc != 0)
+        return rc;
     if (m->cur.size == 0)
         return ROTA_ENOENT;
     uint32_t h;
     size_t end;
-    struct slot *s = find_noting(m, key, len, &h, &end);
+    struct slot *s = find_noting(m, key, (uint32_t)key_len, &h, &end);
     if (s == NULL)
         return ROTA_ENOENT;
     apply_deadline(m, s, deadline);
     return 0;
 }
 
-static inline int move_at(struct rota_keyed *m, const void *key, size_t key_len,
-                          uint64_t deadline)
+static __attribute__((noinline)) int
+move_u64_general(struct rota_keyed *m, uint64_t key, uint64_t deadline)
 {
-    if (m == NULL)
-        return ROTA_EINVAL;
-    uint32_t h;
-    struct slot *end, *s = find_short(m, key, key_len, &h, &end);
-    if (s != NULL) {
-        apply_deadline(m, s, deadline);
-        return 0;
-    }
+    return move_general(m, &key, sizeof key, deadline);
+}
+
+/* move_at() of a key found in slot s (as set_found()). */
+static __attribute__((noinline)) int
+move_found(struct rota_keyed *m, struct slot *s, uint64_t deadline)
+{
+    apply_deadline(m, s, deadline);
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int
+move_in_slot(struct rota_keyed *m, struct slot *s, uint64_t deadline)
+{
+    if (deadline == ROTA_NEVER || !timer_pending(m, s))
+        return move_found(m, s, deadline);
+    /* The touch of the map's own pending timer returns 0: its result is
+     * returned so that the wheel's calls in it are tail calls. */
+    return rota_timer_touch_at(&m->wheel, &s->timer, deadline);
+}
+
+static inline __attribute__((always_inline)) int move_at(struct rota_keyed *m,
+                                                         const void *key,
+                                                         size_t key_len,
+                                                         uint64_t deadline)
+{
+    uint64_t tag, word;
+    struct slot *end, *s = find_short(m, key, key_len, &tag, &word, &end);
+    if (s != NULL)
+        return move_in_slot(m, s, deadline);
     if (end != NULL)
         return ROTA_ENOENT;
-    int rc = check_key(m, key, key_len);
-    if (rc != 0)
-        return rc;
-    return move_slow(m, key, (uint32_t)key_len, deadline);
+    return move_general(m, key, key_len, deadline);
+}
+
+static inline __attribute__((always_inline)) int
+move_u64_at(struct rota_keyed *m, uint64_t key, uint64_t deadline)
+{
+    uint64_t tag;
+    struct slot *end, *s = find_word(m, le_word(key), key, 8, &tag, &end);
+    if (s != NULL)
+        return move_in_slot(m, s, deadline);
+    if (end != NULL)
+        return ROTA_ENOENT;
+    return move_u64_general(m, key, deadline);
 }
 
 int rota_keyed_move_at(struct rota_keyed *m, const void *key, size_t key_len,
                        uint64_t deadline)
 {
+    if (m == NULL)
+        return ROTA_EINVAL;
     return move_at(m, key, key_len, deadline);
+}
+
+int rota_keyed_move_u64_at(struct rota_keyed *m, uint64_t key,
+                           uint64_t deadline)
+{
+    if (m == NULL)
+        return ROTA_EINVAL;
+    return move_u64_at(m, key, deadline);
+}
+
+/* rota_keyed_move_in() of a ttl that is not plain_ttl(). */
+static __attribute__((noinline)) int move_in_timed(struct rota_keyed *m,
+                                                   const void *key,
+                                                   size_t key_len, uint64_t ttl)
+{
+    return move_general(m, key, key_len, deadline_in(m, ttl));
 }
 
 int rota_keyed_move_in(struct rota_keyed *m, const void *key, size_t key_len,
@@ -1098,29 +1350,30 @@ int rota_keyed_move_in(struct rota_keyed *m, const void *key, size_t key_len,
 {
     if (m == NULL)
         return ROTA_EINVAL;
-    return move_at(m, key, key_len, deadline_in(m, ttl));
+    if (!plain_ttl(m, ttl))
+        return move_in_timed(m, key, key_len, ttl);
+    return move_at(m, key, key_len, m->wheel.now_ + ttl);
 }
 
-int rota_keyed_remove(struct rota_keyed *m, const void *key, size_t key_len,
-                      void **value)
+static __attribute__((noinline)) int
+move_u64_in_timed(struct rota_keyed *m, uint64_t key, uint64_t ttl)
+{
+    return move_u64_general(m, key, deadline_in(m, ttl));
+}
+
+int rota_keyed_move_u64_in(struct rota_keyed *m, uint64_t key, uint64_t ttl)
 {
     if (m == NULL)
         return ROTA_EINVAL;
-    uint32_t h;
-    struct slot *end, *s = find_short(m, key, key_len, &h, &end);
-    if (s == NULL && end != NULL)
-        return 0;
-    if (s == NULL) {
-        int rc = check_key(m, key, key_len);
-        if (rc != 0)
-            return rc;
-        if (m->cur.size == 0)
-            return 0;
-        size_t at;
-        s = find_noting(m, key, (uint32_t)key_len, &h, &at);
-        if (s == NULL)
-            return 0;
-    }
+    if (!plain_ttl(m, ttl))
+        return move_u64_in_timed(m, key, ttl);
+    return move_u64_at(m, key, m->wheel.now_ + ttl);
+}
+
+/* Take a found entry out of the map. */
+static inline __attribute__((always_inline)) int
+remove_slot(struct rota_keyed *m, struct slot *s, void **value)
+{
     if (rota_timer_cancel(&m->wheel, &s->timer) == 1)
         m->expiring--;
     if (value != NULL)
@@ -1131,28 +1384,62 @@ int rota_keyed_remove(struct rota_keyed *m, const void *key, size_t key_len,
     return 1;
 }
 
-int rota_keyed_get(const struct rota_keyed *m, const void *key, size_t key_len,
-                   void **value, uint64_t *deadline)
+/* remove's general path: any key, any state, the arguments checked. */
+static __attribute__((noinline)) int remove_general(struct rota_keyed *m,
+                                                    const void *key,
+                                                    size_t key_len,
+                                                    void **value)
+{
+    int rc = check_key(m, key, key_len);
+    if (rc != 0)
+        return rc;
+    if (m->cur.size == 0)
+        return 0;
+    uint32_t h;
+    size_t at;
+    struct slot *s = find_noting(m, key, (uint32_t)key_len, &h, &at);
+    if (s == NULL)
+        return 0;
+    return remove_slot(m, s, value);
+}
+
+int rota_keyed_remove(struct rota_keyed *m, const void *key, size_t key_len,
+                      void **value)
 {
     if (m == NULL)
         return ROTA_EINVAL;
-    uint32_t h;
-    struct slot *end;
-    const struct slot *s = find_short(m, key, key_len, &h, &end);
-    if (s == NULL && end != NULL)
+    uint64_t tag, word;
+    struct slot *end, *s = find_short(m, key, key_len, &tag, &word, &end);
+    if (s != NULL)
+        return remove_slot(m, s, value);
+    if (end != NULL)
         return 0;
-    if (s == NULL) {
-        int rc = check_key(m, key, key_len);
-        if (rc != 0)
-            return rc;
-        if (m->cur.size == 0)
-            return 0;
-        size_t at, walked;
-        s = find(m, hash_key(m, key, key_len), key, (uint32_t)key_len, &at,
-                 &walked);
-        if (s == NULL)
-            return 0;
-    }
+    return remove_general(m, key, key_len, value);
+}
+
+static __attribute__((noinline)) int
+remove_u64_general(struct rota_keyed *m, uint64_t key, void **value)
+{
+    return remove_general(m, &key, sizeof key, value);
+}
+
+int rota_keyed_remove_u64(struct rota_keyed *m, uint64_t key, void **value)
+{
+    if (m == NULL)
+        return ROTA_EINVAL;
+    uint64_t tag;
+    struct slot *end, *s = find_word(m, le_word(key), key, 8, &tag, &end);
+    if (s != NULL)
+        return remove_slot(m, s, value);
+    if (end != NULL)
+        return 0;
+    return remove_u64_general(m, key, value);
+}
+
+/* What get returns for a found entry. */
+static inline int get_slot(const struct slot *s, void **value,
+                           uint64_t *deadline)
+{
     if (value != NULL)
         *value = s->value;
     if (deadline != NULL)
@@ -1160,6 +1447,55 @@ int rota_keyed_get(const struct rota_keyed *m, const void *key, size_t key_len,
                         ? rota_timer_deadline(&s->timer)
                         : ROTA_NEVER;
     return 1;
+}
+
+/* get's general path: any key, any state, the arguments checked. */
+static __attribute__((noinline)) int get_general(const struct rota_keyed *m,
+                                                 const void *key,
+                                                 size_t key_len, void **value,
+                                                 uint64_t *deadline)
+{
+    int rc = check_key(m, key, key_len);
+    if (rc != 0)
+        return rc;
+    if (m->cur.size == 0)
+        return 0;
+    size_t at, walked;
+    const struct slot *s = find(m, hash_key(m, key, key_len), key,
+                                (uint32_t)key_len, &at, &walked);
+    if (s == NULL)
+        return 0;
+    return get_slot(s, value, deadline);
+}
+
+int rota_keyed_get(const struct rota_keyed *m, const void *key, size_t key_len,
+                   void **value, uint64_t *deadline)
+{
+    if (m == NULL)
+        return ROTA_EINVAL;
+    uint64_t tag, word;
+    struct slot *end;
+    const struct slot *s = find_short(m, key, key_len, &tag, &word, &end);
+    if (s != NULL)
+        return get_slot(s, value, deadline);
+    if (end != NULL)
+        return 0;
+    return get_general(m, key, key_len, value, deadline);
+}
+
+int rota_keyed_get_u64(const struct rota_keyed *m, uint64_t key, void **value,
+                       uint64_t *deadline)
+{
+    if (m == NULL)
+        return ROTA_EINVAL;
+    uint64_t tag;
+    struct slot *end;
+    const struct slot *s = find_word(m, le_word(key), key, 8, &tag, &end);
+    if (s != NULL)
+        return get_slot(s, value, deadline);
+    if (end != NULL)
+        return 0;
+    return get_general(m, &key, sizeof key, value, deadline);
 }
 
 bool rota_keyed_contains(const struct rota_keyed *m, const void *key,

@@ -180,6 +180,131 @@ TEST(set_get_and_replace)
     rota_keyed_destroy(map);
 }
 
+/* The _u64 calls name an entry by the number's 8 bytes: the same entry as
+ * those bytes passed to the byte calls, with the same contracts. */
+TEST(u64_keys_are_their_eight_bytes)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 1000);
+    const uint64_t id = UINT64_C(0x0123456789abcdef);
+    void *value = NULL, *old = NULL;
+    uint64_t deadline = 0, k = 0;
+
+    CHECK_EQ_INT(rota_keyed_set_u64_in(map, id, &v[1], 50, &old), 0);
+    CHECK(old == NULL);
+    CHECK_EQ_INT(rota_keyed_get(map, &id, sizeof id, &value, &deadline), 1);
+    CHECK(value == &v[1]);
+    CHECK_EQ_U64(deadline, 1050);
+    CHECK_EQ_INT(rota_keyed_set_in(map, &id, sizeof id, &v[2], 70, &old), 1);
+    CHECK(old == &v[1]);
+    CHECK_EQ_INT(rota_keyed_get_u64(map, id, &value, &deadline), 1);
+    CHECK(value == &v[2]);
+    CHECK_EQ_U64(deadline, 1070);
+    CHECK_EQ_INT(rota_keyed_set_u64_at(map, id, &v[3], 1030, &old), 1);
+    CHECK(old == &v[2]);
+    CHECK_EQ_INT(rota_keyed_move_u64_in(map, id, 90), 0);
+    CHECK_EQ_INT(rota_keyed_get(map, &id, sizeof id, NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, 1090);
+    CHECK_EQ_INT(rota_keyed_move_u64_at(map, id, 1020), 0); /* earlier */
+    CHECK_EQ_INT(rota_keyed_get_u64(map, id, NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, 1020);
+    CHECK_EQ_INT(rota_keyed_move_u64_in(map, id, ROTA_NEVER), 0);
+    CHECK_EQ_INT(rota_keyed_get_u64(map, id, NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, ROTA_NEVER);
+    CHECK_EQ_INT(rota_keyed_set_u64_in(map, id + 1, &v[4], 5, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_count(map), 2);
+    check_ok(map);
+
+    /* Absent keys, NULL maps. */
+    CHECK_EQ_INT(rota_keyed_move_u64_in(map, 7, 1), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_keyed_move_u64_at(map, 7, 1), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_keyed_remove_u64(map, 7, &value), 0);
+    CHECK_EQ_INT(rota_keyed_get_u64(map, 7, &value, &deadline), 0);
+    CHECK_EQ_INT(rota_keyed_set_u64_in(NULL, 7, NULL, 1, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_set_u64_at(NULL, 7, NULL, 1, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_move_u64_in(NULL, 7, 1), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_move_u64_at(NULL, 7, 1), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_remove_u64(NULL, 7, NULL), ROTA_EINVAL);
+    CHECK_EQ_INT(rota_keyed_get_u64(NULL, 7, NULL, NULL), ROTA_EINVAL);
+
+    /* The callback receives the 8 bytes. */
+    CHECK_EQ_INT(rota_keyed_advance(map, 1005), 1);
+    CHECK_EQ_INT(log.n, 1);
+    CHECK_EQ_INT(log.f[0].len, 8);
+    memcpy(&k, log.f[0].key, sizeof k);
+    CHECK_EQ_U64(k, id + 1);
+    CHECK(log.f[0].value == &v[4]);
+
+    /* Remove through either form. */
+    CHECK_EQ_INT(rota_keyed_remove_u64(map, id, &value), 1);
+    CHECK(value == &v[3]);
+    CHECK_EQ_INT(rota_keyed_count(map), 0);
+    CHECK_EQ_INT(rota_keyed_set_u64_in(map, id, &v[5], 5, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_remove(map, &id, sizeof id, &value), 1);
+    CHECK(value == &v[5]);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
+/* The _u64 calls work in every state of the map: before its first table,
+ * during a resize's migration (keys found in either table), after the
+ * switch to SipHash, and with a time source on its wheel (the general
+ * paths). */
+static uint64_t fixed_time(void *arg)
+{
+    return *(const uint64_t *)arg;
+}
+
+TEST(u64_keys_in_every_state)
+{
+    struct log log = {0};
+    struct rota_keyed *map = make(&log, 0);
+    void *value = NULL;
+    uint64_t deadline = 0;
+
+    CHECK_EQ_INT(rota_keyed_get_u64(map, 1, &value, NULL), 0); /* no table */
+    CHECK_EQ_INT(rota_keyed_move_u64_in(map, 1, 5), ROTA_ENOENT);
+    CHECK_EQ_INT(rota_keyed_remove_u64(map, 1, NULL), 0);
+    /* Grow through several resizes, checking every key at each step. */
+    for (uint64_t i = 1; i <= 3000; i++) {
+        CHECK_EQ_INT(rota_keyed_set_u64_in(map, i * 7919, &v[i % 16], i, NULL),
+                     0);
+        if (i % 97 == 0) {
+            for (uint64_t j = 1; j <= i; j += 13) {
+                CHECK_EQ_INT(
+                    rota_keyed_get_u64(map, j * 7919, &value, &deadline), 1);
+                CHECK(value == &v[j % 16]);
+                CHECK_EQ_U64(deadline, j);
+            }
+            check_ok(map);
+        }
+    }
+    /* Shrink through resizes by removing with the number. */
+    for (uint64_t i = 1; i <= 3000; i++) {
+        if (i % 3 != 0)
+            CHECK_EQ_INT(rota_keyed_remove_u64(map, i * 7919, NULL), 1);
+        if (i % 211 == 0)
+            check_ok(map);
+    }
+    CHECK_EQ_INT(rota_keyed_count(map), 1000);
+    for (uint64_t i = 3; i <= 3000; i += 3)
+        CHECK_EQ_INT(rota_keyed_move_u64_at(map, i * 7919, 5000 + i), 0);
+    check_ok(map);
+
+    /* A time source on the wheel: ttls count from its time. */
+    uint64_t t = 100;
+    CHECK_EQ_INT(
+        rota_wheel_set_time_source(rota_keyed_wheel(map), fixed_time, &t), 0);
+    CHECK_EQ_INT(rota_keyed_set_u64_in(map, 42, &v[1], 10, NULL), 0);
+    CHECK_EQ_INT(rota_keyed_get_u64(map, 42, NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, 110);
+    CHECK_EQ_INT(rota_keyed_move_u64_in(map, 42, 20), 0);
+    CHECK_EQ_INT(rota_keyed_get_u64(map, 42, NULL, &deadline), 1);
+    CHECK_EQ_U64(deadline, 120);
+    check_ok(map);
+    rota_keyed_destroy(map);
+}
+
 TEST(move_changes_only_an_existing_deadline)
 {
     struct log log = {0};
@@ -879,10 +1004,14 @@ TEST(flooding_switches_to_siphash)
         struct rota_keyed_config cfg = {.seed = s == 0 ? seed_a : seed_b};
         struct rota_keyed_stats st;
         CHECK_EQ_INT(rota_keyed_create(&map, &cfg), 0);
+        /* Half the keys go in as numbers (the _u64 calls' lean path
+         * notes probes too), and are read back the other way. */
         for (int i = 0; i < want; i++)
-            CHECK_EQ_INT(rota_keyed_set_in(map, &keys[i], sizeof keys[i],
-                                           &keys[i], 10, NULL),
-                         0);
+            CHECK_EQ_INT(
+                i % 2 ? rota_keyed_set_u64_in(map, keys[i], &keys[i], 10, NULL)
+                      : rota_keyed_set_in(map, &keys[i], sizeof keys[i],
+                                          &keys[i], 10, NULL),
+                0);
         rota_keyed_stats(map, &st);
         CHECK_EQ_INT(st.sip_hash, s == 0);
         /* The switch came at the first probe longer than 64 + 32 log2(size)
@@ -890,12 +1019,17 @@ TEST(flooding_switches_to_siphash)
         CHECK(st.longest_probe <= FLOOD_PROBE_2048 + 1);
         for (int i = 0; i < want; i++) { /* nothing lost by the rehash */
             void *value = NULL;
-            CHECK_EQ_INT(
-                rota_keyed_get(map, &keys[i], sizeof keys[i], &value, NULL), 1);
+            CHECK_EQ_INT(i % 2 ? rota_keyed_get(map, &keys[i], sizeof keys[i],
+                                                &value, NULL)
+                               : rota_keyed_get_u64(map, keys[i], &value, NULL),
+                         1);
             CHECK(value == &keys[i]);
         }
         for (int i = 0; i < want; i++)
-            rota_keyed_move_in(map, &keys[i], sizeof keys[i], 20);
+            CHECK_EQ_INT(
+                i % 2 ? rota_keyed_move_u64_in(map, keys[i], 20)
+                      : rota_keyed_move_in(map, &keys[i], sizeof keys[i], 20),
+                0);
         rota_keyed_stats(map, &st);
         /* short probes after the switch */
         CHECK(st.longest_probe <= FLOOD_PROBE_2048 + 1);
@@ -1576,6 +1710,8 @@ static const struct h_test tests[] = {
     H_TEST(create_and_destroy_check_their_arguments),
     H_TEST(invalid_arguments_return_einval),
     H_TEST(set_get_and_replace),
+    H_TEST(u64_keys_are_their_eight_bytes),
+    H_TEST(u64_keys_in_every_state),
     H_TEST(move_changes_only_an_existing_deadline),
     H_TEST(removed_keys_never_fire),
     H_TEST(keys_are_bytes),

@@ -6,7 +6,8 @@
  * Each run replays one seeded stream of set / set_at / move / move_at /
  * remove / get / contains / advance / advance_max / drain on a map and on
  * the model (model/keyed_model.c), including operations made from
- * inside expire callbacks, and compares every result.  After each
+ * inside expire callbacks, and compares every result; 8-byte keys go to
+ * the _u64 calls as numbers one time in two.  After each
  * operation (every few in long runs) rota_keyed_check() verifies the
  * structure.  The callback checks that an entry fires only when the model
  * says it is due, with the right value, gone from the map, never in the
@@ -63,18 +64,30 @@ static uint64_t rnd(uint64_t n) /* uniform-ish in [0, n) */
 }
 
 /* Key i: the empty key for 0, else its decimal digits, for one key in
- * five a suffix that makes it longer than a slot holds (8 bytes), and
- * i % 3 NUL bytes, so keys differ in length, contents and embedded
- * zeros.  At most 23 bytes. */
+ * five a suffix that makes it longer than a slot holds (8 bytes), for
+ * another NUL bytes up to exactly 8 (the length the _u64 calls take), and
+ * otherwise i % 3 NUL bytes, so keys differ in length, contents and
+ * embedded zeros.  At most 23 bytes. */
 static size_t make_key(unsigned i, unsigned char *buf)
 {
     if (i == 0)
         return 0;
     size_t n =
         (size_t)snprintf((char *)buf, 32, i % 5 == 4 ? "%u-long-key" : "%u", i);
-    for (unsigned z = 0; z < i % 3; z++)
+    unsigned zeros = i % 5 == 2 ? 8 - (unsigned)n : i % 3;
+    for (unsigned z = 0; z < zeros; z++)
         buf[n++] = 0;
     return n;
+}
+
+/* Whether this operation passes its key as a number, to the _u64 calls:
+ * an 8-byte key, one time in two; *k receives the number. */
+static bool as_u64(const unsigned char *key, size_t len, uint64_t *k)
+{
+    if (len != 8 || rnd(2) == 0)
+        return false;
+    memcpy(k, key, sizeof *k);
+    return true;
 }
 
 /* The index a key of make_key() was made from. */
@@ -158,44 +171,52 @@ static void random_op(void)
     unsigned long failed_before = h_failed;
     uint64_t op = ++R.ops;
 
+    uint64_t k = 0;
+    bool u64 = as_u64(key, len, &k);
     if (r < 30) {
         void *value = new_value();
         uint64_t ttl = random_ttl();
         uint64_t deadline = km_deadline_in(&R.model, ttl);
-        R.stage = "set";
-        CHECK_EQ_INT(
-            rota_keyed_set_in(R.map, borrow(key, len), len, value, ttl, &got),
-            km_set(&R.model, key, len, value, deadline, &want));
+        R.stage = u64 ? "set_u64" : "set";
+        CHECK_EQ_INT(u64 ? rota_keyed_set_u64_in(R.map, k, value, ttl, &got)
+                         : rota_keyed_set_in(R.map, borrow(key, len), len,
+                                             value, ttl, &got),
+                     km_set(&R.model, key, len, value, deadline, &want));
         poison_stale();
         CHECK(got == want);
     } else if (r < 40) {
         void *value = new_value();
         uint64_t deadline = random_deadline();
-        R.stage = "set_at";
-        CHECK_EQ_INT(rota_keyed_set_at(R.map, borrow(key, len), len, value,
-                                       deadline, &got),
-                     km_set(&R.model, key, len, value, deadline, &want));
+        R.stage = u64 ? "set_u64_at" : "set_at";
+        CHECK_EQ_INT(
+            u64 ? rota_keyed_set_u64_at(R.map, k, value, deadline, &got)
+                : rota_keyed_set_at(R.map, borrow(key, len), len, value,
+                                    deadline, &got),
+            km_set(&R.model, key, len, value, deadline, &want));
         poison_stale();
         CHECK(got == want);
     } else if (r < 58) {
         uint64_t ttl = random_ttl();
         uint64_t deadline = km_deadline_in(&R.model, ttl);
-        R.stage = "move";
+        R.stage = u64 ? "move_u64" : "move";
         if (R.plant && R.ops >= 500 && km_find(&R.model, key, len) != NULL) {
             R.plant = false; /* tell the model a different deadline */
             R.planted_op = R.ops;
             deadline = deadline == ROTA_NEVER ? R.model.now + 7 : ROTA_NEVER;
         }
-        CHECK_EQ_INT(rota_keyed_move_in(R.map, key, len, ttl),
+        CHECK_EQ_INT(u64 ? rota_keyed_move_u64_in(R.map, k, ttl)
+                         : rota_keyed_move_in(R.map, key, len, ttl),
                      km_move(&R.model, key, len, deadline));
     } else if (r < 64) {
         uint64_t deadline = random_deadline();
-        R.stage = "move_at";
-        CHECK_EQ_INT(rota_keyed_move_at(R.map, key, len, deadline),
+        R.stage = u64 ? "move_u64_at" : "move_at";
+        CHECK_EQ_INT(u64 ? rota_keyed_move_u64_at(R.map, k, deadline)
+                         : rota_keyed_move_at(R.map, key, len, deadline),
                      km_move(&R.model, key, len, deadline));
     } else if (r < 80) {
-        R.stage = "remove";
-        CHECK_EQ_INT(rota_keyed_remove(R.map, key, len, &got),
+        R.stage = u64 ? "remove_u64" : "remove";
+        CHECK_EQ_INT(u64 ? rota_keyed_remove_u64(R.map, k, &got)
+                         : rota_keyed_remove(R.map, key, len, &got),
                      km_remove(&R.model, key, len, &want));
         CHECK(got == want);
     } else {
@@ -205,7 +226,9 @@ static void random_op(void)
      * deadline. */
     uint64_t deadline = 0;
     struct km_entry *e = km_find(&R.model, key, len);
-    CHECK_EQ_INT(rota_keyed_get(R.map, key, len, &got, &deadline), e != NULL);
+    CHECK_EQ_INT(u64 ? rota_keyed_get_u64(R.map, k, &got, &deadline)
+                     : rota_keyed_get(R.map, key, len, &got, &deadline),
+                 e != NULL);
     CHECK_EQ_INT(rota_keyed_contains(R.map, key, len), e != NULL);
     if (e != NULL) {
         CHECK(got == e->value);
