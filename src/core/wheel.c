@@ -156,10 +156,13 @@
  *     has both in registers).
  *   The fire loop (advance_pass()) keeps to these:
  *   - What no callback can change lives in registers for the whole pass:
- *     now_, the fire budget, the deadline of the lateness run.  A callback
- *     cannot advance or expire the wheel, so only the loop moves cur_ and
- *     now_; the budget goes back to memory before find_due() or renew()
- *     reads it.
+ *     the fire budget, the deadline of the lateness run and how late that
+ *     run fires (now_ minus its deadline, the `late` every callback of the
+ *     run is given).  A callback cannot advance or expire the wheel, so
+ *     only the loop moves cur_ and now_; the budget goes back to memory
+ *     before find_due() or renew() reads it.
+ *   - A fire unlinks the due list's first timer: its prev link is the
+ *     list's head, not loaded.
  *   - A fire whose deadline is the run's is due without a look at cur_
  *     (the run's deadline is one that was due), and costs the histogram
  *     nothing: the count of fires counts it for the open bucket ("the
@@ -1097,25 +1100,26 @@ static bool next_period(const struct rota_wheel *w,
     return add_deadline(fired, k * period, next);
 }
 
-/* Remove the due timer `t`, whose deadline is `fired` (the caller has
- * read it), and account for its firing; a periodic timer is filed again
- * first, so its callback may cancel or re-arm it.  `now` is now_, which no
- * callback can move.  Returns how late it fired; *fn is the callback to
- * run. */
-static inline __attribute__((always_inline)) uint64_t
+/* Remove `t`, the due list's first timer, whose deadline is `fired` (the
+ * caller has read it) and which fires `late` ticks late (now_ - fired:
+ * the caller has it for the whole run, and no callback moves now_), and
+ * account for its firing; a periodic timer is filed again first, so its
+ * callback may cancel or re-arm it.  *fn is the callback to run. */
+static inline __attribute__((always_inline)) void
 take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
-         uint64_t now, rota_timer_fn **fn)
+         uint64_t late, rota_timer_fn **fn)
 {
     uint64_t next;
 
     /* No note_gone_deadline(): earliest_ is 0 in a pass that fires
-     * (begin_pass()). */
-    list_unlink(&t->link_);
+     * (begin_pass()).  The first timer's prev link is the due list's
+     * head: not loaded. */
+    list_unlink_first(&w->due_, &t->link_, t->link_.next);
     *fn = timer_fn(t);
     if (*fn != rota__periodic_fire) {
         w->stats_.fired++; /* a last fire: see pending_count() */
         set_idle(t);
-        return now - fired;
+        return;
     }
     struct rota_periodic *p = periodic_of(t);
     uint64_t period = p->period_;
@@ -1124,12 +1128,12 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
      * every policy continues the schedule: no division.  One unsigned
      * compare also sends period 0 (armed by rota_timer_arm_at() alone:
      * it fires once) the slow way. */
-    if (fired == now && period - 1 < ROTA_MAX_DEADLINE - fired)
+    if (late == 0 && period - 1 < ROTA_MAX_DEADLINE - fired)
         next = fired + period;
     else if (period == 0 || !next_period(w, p, fired, &next)) {
         w->stats_.fired++; /* the schedule ends: a last fire */
         set_idle(t);
-        return now - fired;
+        return;
     }
     t->deadline_ = next;
     /* At or above arm_min_ (> now_ >= cur_), a deadline is not due and
@@ -1141,7 +1145,6 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
     set_pending(t);
     /* No note_new_deadline(): earliest_ is 0 in a pass that fires. */
     w->refired_++;
-    return now - fired;
 }
 
 /*
@@ -1333,14 +1336,15 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
         settle_earliest(w, more); /* peek_due() may have moved next_step_ */
         break;
     case PASS_RUN: {
-        /* The loop keeps in registers what no callback can change: now_
-         * (a callback cannot advance or expire this wheel), the fire
-         * budget (find_due() and renew() read it from b, where it is put
-         * back before they run) and the deadline of the run it is in (see
-         * "the lateness histogram by runs").  Stores through the lists
-         * would otherwise make the compiler reload them all. */
-        const uint64_t at = w->now_; /* `now`, clamped by begin_pass() */
-        uint64_t run = ROTA_NEVER;   /* no run yet */
+        /* The loop keeps in registers what no callback can change: the
+         * fire budget (find_due() and renew() read it from b, where it is
+         * put back before they run), the deadline of the run it is in (see
+         * "the lateness histogram by runs") and how late the run fires,
+         * now_ minus that deadline (a callback cannot advance or expire
+         * this wheel, so now_ stays).  Stores through the lists would
+         * otherwise make the compiler reload them all. */
+        uint64_t run = ROTA_NEVER; /* no run yet */
+        uint64_t late = 0;
         size_t fires;
         w->in_pass_ = 1;
     fire:
@@ -1369,8 +1373,9 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
                 /* A new run: on time in the open bucket 0 is the usual
                  * case, and costs nothing more. */
                 run = t->deadline_;
-                if (run != at || w->late_run_ != 0)
-                    late_open(w, at - run);
+                late = w->now_ - run;
+                if (late != 0 || w->late_run_ != 0)
+                    late_open(w, late);
             }
             fires--;
             /* The next due timer's miss overlaps with this callback. */
@@ -1378,7 +1383,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
             rota_timer_fn *fn;
             /* t's deadline is the run's: the test above, or the run
              * begun at t. */
-            uint64_t late = take_due(w, t, run, at, &fn);
+            take_due(w, t, run, late, &fn);
             if (fn != NULL)
                 fn(w, t, late); /* may free t: not touched afterwards */
         }
@@ -1475,7 +1480,7 @@ static int expire_call(struct rota_wheel *w, uint64_t now,
                 run = t->deadline_;
                 late_open(w, w->now_ - run);
             }
-            take_due(w, t, run, w->now_, &fn);
+            take_due(w, t, run, w->now_ - run, &fn);
             out[count++] = t;
         }
         more = b.stopped && work_left(w);
