@@ -176,17 +176,18 @@
  *     fires forgets it once, at its start (whatever fires is due, and the
  *     earliest deadline is no later), and no call inside the pass caches
  *     a deadline that is due, so no fire can be the cached one.
- *   - A periodic re-arm at or above arm_min_ is filed as the inline arm
- *     files: no due test, no cascade test, no earliest update.
+ *   - A periodic re-arm on time is the inline arm: its next deadline,
+ *     fired + period, passes the inline arm's one compare (next + 1 >
+ *     arm_min_) and is filed with no due test, no cascade test, no
+ *     earliest update.  The same compare sends the slow way what the sum
+ *     gets wrong: period 0 (the sum is `fired`, below arm_min_), a sum
+ *     that wraps (below `fired`) and one past ROTA_MAX_DEADLINE.
  *   - A release build leaves an idle timer's next link as it was: nothing
  *     reads it.
  *   - find_due() and step() are inlined into the loop, so that the two
  *     looks per pass (the slot that comes due, then the one that does not)
  *     save no registers; the due list's preload stops at once when the
  *     list holds one or two timers.
- *   - A periodic re-arm on time tests its period once: one unsigned
- *     compare sends period 0 and a deadline past ROTA_MAX_DEADLINE the
- *     slow way.
  *   Cascades and filing keep to these:
  *   - A cascade of a call without a limit (quick_walk()) costs about what
  *     wheel-bare's does per timer, plus the back walk's load and test: the
@@ -1124,24 +1125,31 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
     struct rota_periodic *p = periodic_of(t);
     uint64_t period = p->period_;
     *fn = p->fn_;
-    /* Fired on time with a period that does not pass the last deadline,
-     * every policy continues the schedule: no division.  One unsigned
-     * compare also sends period 0 (armed by rota_timer_arm_at() alone:
-     * it fires once) the slow way. */
-    if (late == 0 && period - 1 < ROTA_MAX_DEADLINE - fired)
-        next = fired + period;
-    else if (period == 0 || !next_period(w, p, fired, &next)) {
-        w->stats_.fired++; /* the schedule ends: a last fire */
-        set_idle(t);
-        return;
-    }
-    t->deadline_ = next;
-    /* At or above arm_min_ (> now_ >= cur_), a deadline is not due and
-     * not inside a slot being cascaded: filed as the inline arm files. */
-    if (next >= w->arm_min_)
+    /* Fired on time, every policy continues the schedule at fired +
+     * period: no division.  That sum is filed as the inline arm files
+     * when it passes the inline arm's one compare, next + 1 > arm_min_
+     * (see "what an operation costs"), which also sends the slow way the
+     * sums that are wrong: period 0 (armed by rota_timer_arm_at() alone:
+     * it fires once; the sum is fired, below arm_min_), a sum that wraps
+     * (below fired) and the one past ROTA_MAX_DEADLINE (UINT64_MAX). */
+    next = fired + period;
+    if (late == 0 && next + 1 > w->arm_min_) {
+        t->deadline_ = next;
         place_later(w, t, next, w->cur_);
-    else
-        file_timer(w, t);
+    } else {
+        if (late == 0 && period - 1 < ROTA_MAX_DEADLINE - fired)
+            next = fired + period;
+        else if (period == 0 || !next_period(w, p, fired, &next)) {
+            w->stats_.fired++; /* the schedule ends: a last fire */
+            set_idle(t);
+            return;
+        }
+        t->deadline_ = next;
+        if (next >= w->arm_min_) /* not due, not in a cascade: as above */
+            place_later(w, t, next, w->cur_);
+        else
+            file_timer(w, t);
+    }
     set_pending(t);
     /* No note_new_deadline(): earliest_ is 0 in a pass that fires. */
     w->refired_++;
