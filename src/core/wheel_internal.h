@@ -213,10 +213,12 @@ static inline unsigned digit_at(uint64_t time, unsigned level)
  * shares cur's digits above that level. */
 static inline uint64_t slot_start(uint64_t cur, unsigned level, unsigned index)
 {
+    /* cur's digits from `level` up, that level's replaced by `index`, put
+     * back in place: no shift reaches 64, so the top level needs no test
+     * of its own. */
     unsigned shift = level * ROTA_WHEEL_BITS;
-    unsigned above = shift + ROTA_WHEEL_BITS;
-    uint64_t high = above >= 64 ? 0 : (cur >> above) << above;
-    return high | ((uint64_t)index << shift);
+    uint64_t digits = (cur >> shift) & ~(uint64_t)LEVEL_MASK;
+    return (digits | index) << shift;
 }
 
 /* One past the last tick of that slot, saturating at UINT64_MAX. */
