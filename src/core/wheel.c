@@ -972,7 +972,8 @@ static bool run_cascade(struct rota_wheel *w, struct budget *b)
  * Move cur to the start of the next occupied slot if that is <= limit.  A
  * level-0 slot becomes the due list; a higher one becomes the cascade list,
  * filed again by run_cascade().  Returns false, with next_step_ set, when
- * nothing comes due by `limit`.
+ * nothing comes due by `limit`.  Only while both lists are empty (an
+ * occupied slot's list is not).
  */
 static inline __attribute__((always_inline)) bool
 step(struct rota_wheel *w, uint64_t limit, struct budget *b)
@@ -995,12 +996,12 @@ step(struct rota_wheel *w, uint64_t limit, struct budget *b)
          * list becomes the due list (empty here), in order, without a
          * walk.  peek_due() files a touched one again when it reaches the
          * head, against this same cur. */
-        list_move_all(&w->due_, head);
+        list_take_all(&w->due_, head);
         preload(&w->due_, b->fires / 2);
         return true;
     }
     /* next_step_ stays at cur while the cascade lasts: no idle path. */
-    list_move_all(&w->cascade_, head);
+    list_take_all(&w->cascade_, head);
     cascade_open(w, start, level_of(slot));
     return true;
 }

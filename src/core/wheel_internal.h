@@ -177,6 +177,22 @@ static inline void list_unlink_first(struct rota_link *head,
     next->prev = head;
 }
 
+/* Move every node of `from`, which holds some, to `to`, which is empty,
+ * leaving `from` empty: list_move_all() without its two tests and the
+ * load of `to`'s tail. */
+static inline void list_take_all(struct rota_link *to, struct rota_link *from)
+{
+#ifdef ROTA_DEBUG
+    debug_list_ends(from);
+#endif
+    struct rota_link *first = from->next, *last = from->prev;
+    first->prev = to;
+    last->next = to;
+    to->next = first;
+    to->prev = last;
+    list_init(from);
+}
+
 /* Move every node of `from` to the end of `to`, leaving `from` empty. */
 static inline void list_move_all(struct rota_link *to, struct rota_link *from)
 {
