@@ -169,6 +169,8 @@
  *     lateness histogram by runs").  The fired count the call returns is
  *     the fire budget it spent (fires_granted), which is in memory across
  *     the callbacks anyway: no count of its own holds a register there.
+ *   - A fire calls its timer's callback without testing it: a timer
+ *     given no callback (NULL) holds an empty one (fire_nothing()).
  *   - A fire adds to one counter: a last fire to stats_.fired, a periodic
  *     fire that files its timer again to refired_.  The pending count
  *     needs only the first, and rota_wheel_stats() reports their sum.
@@ -1393,8 +1395,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
             /* t's deadline is the run's: the test above, or the run
              * begun at t. */
             take_due(w, t, run, late, &fn);
-            if (fn != NULL)
-                fn(w, t, late); /* may free t: not touched afterwards */
+            fn(w, t, late); /* may free t: not touched afterwards */
         }
         /* Unless the limit stopped the loop, it saw no due timer left;
          * then only deferred timers can be due, and end_pass() puts them
@@ -1721,10 +1722,23 @@ int rota_wheel_drain(struct rota_wheel *w,
 
 /* ------------------------------------------------------- public: timers */
 
+/* The callback of a timer given none (rota_timer_init() and
+ * rota_periodic_init() take NULL): a fire calls every timer's callback
+ * without a test. */
+static void fire_nothing(struct rota_wheel *w, struct rota_timer *t,
+                         uint64_t late)
+{
+    (void)w;
+    (void)t;
+    (void)late;
+}
+
 void rota_timer_init(struct rota_timer *t, rota_timer_fn *fn)
 {
     if (t == NULL)
         return;
+    if (fn == NULL)
+        fn = fire_nothing;
 #ifdef ROTA_DEBUG
     if (debug_init_of_pending(t))
         return;
@@ -1745,7 +1759,7 @@ void rota_periodic_init(struct rota_periodic *p, rota_timer_fn *fn)
     if (timer_fn(&p->timer) != rota__periodic_fire)
         return; /* a debug build refused: p->timer is left as it was */
     p->period_ = 0;
-    p->fn_ = fn;
+    p->fn_ = fn != NULL ? fn : fire_nothing;
     p->missed_ = ROTA_MISSED_SKIP;
 }
 
