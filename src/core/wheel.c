@@ -1120,7 +1120,7 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
      * head: not loaded. */
     list_unlink_first(&w->due_, &t->link_, t->link_.next);
     *fn = timer_fn(t);
-    if (*fn != rota__periodic_fire) {
+    if (__builtin_expect(*fn != rota__periodic_fire, 1)) {
         w->stats_.fired++; /* a last fire: see pending_count() */
         set_idle(t);
         return;
@@ -1136,7 +1136,7 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
      * it fires once; the sum is fired, below arm_min_), a sum that wraps
      * (below fired) and the one past ROTA_MAX_DEADLINE (UINT64_MAX). */
     next = fired + period;
-    if (late == 0 && next + 1 > w->arm_min_) {
+    if (__builtin_expect(late == 0 && next + 1 > w->arm_min_, 1)) {
         t->deadline_ = next;
         place_later(w, t, next, w->cur_);
     } else {
