@@ -190,13 +190,20 @@
  *     looks per pass (the slot that comes due, then the one that does not)
  *     save no registers; the due list's preload stops at once when the
  *     list holds one or two timers.
+ *   - A look finds a slot's start from cur shifted down to the slot's
+ *     level, its digit there replaced by the slot's index and shifted
+ *     back (slot_start()): no shift reaches 64, so the top level needs no
+ *     test.  The slot it takes becomes the due or cascade list with four
+ *     stores (list_take_all()): a look runs only when both are empty.
  *   Cascades and filing keep to these:
  *   - A cascade of a call without a limit (quick_walk()) costs about what
  *     wheel-bare's does per timer, plus the back walk's load and test: the
  *     budget is counted once per stretch, not tested per timer; the back
  *     walk only loads and files nothing, so the front walk files every
- *     timer and needs no marks; the front timer is unlinked as the first
- *     node, from links already in registers; nearly every timer goes to
+ *     timer and needs no marks; the front walk does not unlink what it
+ *     files (its next link is read before filing overwrites it, and the
+ *     list's head is emptied once, at the end), since nothing reads the
+ *     cascade list while it runs; nearly every timer goes to
  *     the level just below the slot's, which a subtraction and a compare
  *     tell, and its slot is its digit there, with cur, the level's shift
  *     and its slots in registers (for a level-1 slot, which nearly every
