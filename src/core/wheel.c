@@ -156,16 +156,21 @@
  *     has both in registers).
  *   The fire loop (advance_pass()) keeps to these:
  *   - What no callback can change lives in registers for the whole pass:
- *     now_, the fire budget, the deadline of the lateness run.  A callback
- *     cannot advance or expire the wheel, so only the loop moves cur_ and
- *     now_; the budget goes back to memory before find_due() or renew()
- *     reads it.
+ *     the fire budget, the deadline of the lateness run and how late that
+ *     run fires (now_ minus its deadline, the `late` every callback of the
+ *     run is given).  A callback cannot advance or expire the wheel, so
+ *     only the loop moves cur_ and now_; the budget goes back to memory
+ *     before find_due() or renew() reads it.
+ *   - A fire unlinks the due list's first timer: its prev link is the
+ *     list's head, not loaded.
  *   - A fire whose deadline is the run's is due without a look at cur_
  *     (the run's deadline is one that was due), and costs the histogram
  *     nothing: the count of fires counts it for the open bucket ("the
  *     lateness histogram by runs").  The fired count the call returns is
  *     the fire budget it spent (fires_granted), which is in memory across
  *     the callbacks anyway: no count of its own holds a register there.
+ *   - A fire calls its timer's callback without testing it: a timer
+ *     given no callback (NULL) holds an empty one (fire_nothing()).
  *   - A fire adds to one counter: a last fire to stats_.fired, a periodic
  *     fire that files its timer again to refired_.  The pending count
  *     needs only the first, and rota_wheel_stats() reports their sum.
@@ -173,24 +178,32 @@
  *     fires forgets it once, at its start (whatever fires is due, and the
  *     earliest deadline is no later), and no call inside the pass caches
  *     a deadline that is due, so no fire can be the cached one.
- *   - A periodic re-arm at or above arm_min_ is filed as the inline arm
- *     files: no due test, no cascade test, no earliest update.
+ *   - A periodic re-arm on time is the inline arm: its next deadline,
+ *     fired + period, passes the inline arm's one compare (next + 1 >
+ *     arm_min_) and is filed with no due test, no cascade test, no
+ *     earliest update.  The same compare sends the slow way what the sum
+ *     gets wrong: period 0 (the sum is `fired`, below arm_min_), a sum
+ *     that wraps (below `fired`) and one past ROTA_MAX_DEADLINE.
  *   - A release build leaves an idle timer's next link as it was: nothing
  *     reads it.
  *   - find_due() and step() are inlined into the loop, so that the two
  *     looks per pass (the slot that comes due, then the one that does not)
  *     save no registers; the due list's preload stops at once when the
  *     list holds one or two timers.
- *   - A periodic re-arm on time tests its period once: one unsigned
- *     compare sends period 0 and a deadline past ROTA_MAX_DEADLINE the
- *     slow way.
+ *   - A look finds a slot's start from cur shifted down to the slot's
+ *     level, its digit there replaced by the slot's index and shifted
+ *     back (slot_start()): no shift reaches 64, so the top level needs no
+ *     test.  The slot it takes becomes the due or cascade list with four
+ *     stores (list_take_all()): a look runs only when both are empty.
  *   Cascades and filing keep to these:
  *   - A cascade of a call without a limit (quick_walk()) costs about what
  *     wheel-bare's does per timer, plus the back walk's load and test: the
  *     budget is counted once per stretch, not tested per timer; the back
  *     walk only loads and files nothing, so the front walk files every
- *     timer and needs no marks; the front timer is unlinked as the first
- *     node, from links already in registers; nearly every timer goes to
+ *     timer and needs no marks; the front walk does not unlink what it
+ *     files (its next link is read before filing overwrites it, and the
+ *     list's head is emptied once, at the end), since nothing reads the
+ *     cascade list while it runs; nearly every timer goes to
  *     the level just below the slot's, which a subtraction and a compare
  *     tell, and its slot is its digit there, with cur, the level's shift
  *     and its slots in registers (for a level-1 slot, which nearly every
@@ -869,6 +882,21 @@ quick_file(struct rota_wheel *w, struct rota_timer *t, const struct below *q,
     place_at(w, t, deadline, q->cur); /* due, lower, or touched past */
 }
 
+/* The front timer `t` of the list at `head`, whose next link is `next`,
+ * is about to be filed elsewhere by quick_walk(): a release build leaves
+ * the list as it is (see below), a debug build unlinks it. */
+static inline void walk_take(struct rota_link *head, struct rota_link *t,
+                             struct rota_link *next)
+{
+#ifdef ROTA_DEBUG
+    list_unlink_first(head, t, next);
+#else
+    (void)head;
+    (void)t;
+    (void)next;
+#endif
+}
+
 /*
  * The walk of a call without a limit, while no mark is set (see above).
  * It goes in stretches of at most the budget left, so that the budget is
@@ -879,6 +907,13 @@ quick_file(struct rota_wheel *w, struct rota_timer *t, const struct below *q,
  * which is a timer of the list while back != t; when that is t itself,
  * which the front walk files now, the walks have met, and back is set to
  * the next front timer, where the stretch stops.
+ *
+ * The walk does not unlink what it files: nothing reads the cascade list
+ * while it runs (no callback, and filing appends to other lists), so the
+ * front timer's next link, read before filing overwrites it, is all the
+ * walk needs, and the list's head is made empty once, at the end.  (A
+ * debug build unlinks each timer all the same: its checks read a timer's
+ * neighbours.)
  */
 static inline __attribute__((always_inline)) void
 quick_walk(struct rota_wheel *w, struct budget *b, const struct below *q,
@@ -904,7 +939,7 @@ quick_walk(struct rota_wheel *w, struct budget *b, const struct below *q,
             do {
                 struct rota_timer *ft = timer_of(t);
                 struct rota_link *next = t->next, *prev = back->prev;
-                list_unlink_first(head, t, next);
+                walk_take(head, t, next);
                 quick_file(w, ft, q, low);
                 back = prev == t ? next : prev;
                 t = next;
@@ -917,7 +952,7 @@ quick_walk(struct rota_wheel *w, struct budget *b, const struct below *q,
             do {
                 struct rota_timer *ft = timer_of(t);
                 struct rota_link *next = t->next;
-                list_unlink_first(head, t, next);
+                walk_take(head, t, next);
                 quick_file(w, ft, q, low);
                 t = next;
             } while (--k != 0 && t != head);
@@ -925,6 +960,7 @@ quick_walk(struct rota_wheel *w, struct budget *b, const struct below *q,
         left -= n - k;
         w->stats_.refiled += n - k;
     }
+    list_init(head); /* every timer is filed elsewhere now */
     b->moves = left;
 }
 
@@ -945,7 +981,8 @@ static bool run_cascade(struct rota_wheel *w, struct budget *b)
  * Move cur to the start of the next occupied slot if that is <= limit.  A
  * level-0 slot becomes the due list; a higher one becomes the cascade list,
  * filed again by run_cascade().  Returns false, with next_step_ set, when
- * nothing comes due by `limit`.
+ * nothing comes due by `limit`.  Only while both lists are empty (an
+ * occupied slot's list is not).
  */
 static inline __attribute__((always_inline)) bool
 step(struct rota_wheel *w, uint64_t limit, struct budget *b)
@@ -968,12 +1005,12 @@ step(struct rota_wheel *w, uint64_t limit, struct budget *b)
          * list becomes the due list (empty here), in order, without a
          * walk.  peek_due() files a touched one again when it reaches the
          * head, against this same cur. */
-        list_move_all(&w->due_, head);
+        list_take_all(&w->due_, head);
         preload(&w->due_, b->fires / 2);
         return true;
     }
     /* next_step_ stays at cur while the cascade lasts: no idle path. */
-    list_move_all(&w->cascade_, head);
+    list_take_all(&w->cascade_, head);
     cascade_open(w, start, level_of(slot));
     return true;
 }
@@ -1074,51 +1111,58 @@ static bool next_period(const struct rota_wheel *w,
     return add_deadline(fired, k * period, next);
 }
 
-/* Remove the due timer `t`, whose deadline is `fired` (the caller has
- * read it), and account for its firing; a periodic timer is filed again
- * first, so its callback may cancel or re-arm it.  `now` is now_, which no
- * callback can move.  Returns how late it fired; *fn is the callback to
- * run. */
-static inline __attribute__((always_inline)) uint64_t
+/* Remove `t`, the due list's first timer, whose deadline is `fired` (the
+ * caller has read it) and which fires `late` ticks late (now_ - fired:
+ * the caller has it for the whole run, and no callback moves now_), and
+ * account for its firing; a periodic timer is filed again first, so its
+ * callback may cancel or re-arm it.  *fn is the callback to run. */
+static inline __attribute__((always_inline)) void
 take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
-         uint64_t now, rota_timer_fn **fn)
+         uint64_t late, rota_timer_fn **fn)
 {
     uint64_t next;
 
     /* No note_gone_deadline(): earliest_ is 0 in a pass that fires
-     * (begin_pass()). */
-    list_unlink(&t->link_);
+     * (begin_pass()).  The first timer's prev link is the due list's
+     * head: not loaded. */
+    list_unlink_first(&w->due_, &t->link_, t->link_.next);
     *fn = timer_fn(t);
-    if (*fn != rota__periodic_fire) {
+    if (__builtin_expect(*fn != rota__periodic_fire, 1)) {
         w->stats_.fired++; /* a last fire: see pending_count() */
         set_idle(t);
-        return now - fired;
+        return;
     }
     struct rota_periodic *p = periodic_of(t);
     uint64_t period = p->period_;
     *fn = p->fn_;
-    /* Fired on time with a period that does not pass the last deadline,
-     * every policy continues the schedule: no division.  One unsigned
-     * compare also sends period 0 (armed by rota_timer_arm_at() alone:
-     * it fires once) the slow way. */
-    if (fired == now && period - 1 < ROTA_MAX_DEADLINE - fired)
-        next = fired + period;
-    else if (period == 0 || !next_period(w, p, fired, &next)) {
-        w->stats_.fired++; /* the schedule ends: a last fire */
-        set_idle(t);
-        return now - fired;
-    }
-    t->deadline_ = next;
-    /* At or above arm_min_ (> now_ >= cur_), a deadline is not due and
-     * not inside a slot being cascaded: filed as the inline arm files. */
-    if (next >= w->arm_min_)
+    /* Fired on time, every policy continues the schedule at fired +
+     * period: no division.  That sum is filed as the inline arm files
+     * when it passes the inline arm's one compare, next + 1 > arm_min_
+     * (see "what an operation costs"), which also sends the slow way the
+     * sums that are wrong: period 0 (armed by rota_timer_arm_at() alone:
+     * it fires once; the sum is fired, below arm_min_), a sum that wraps
+     * (below fired) and the one past ROTA_MAX_DEADLINE (UINT64_MAX). */
+    next = fired + period;
+    if (__builtin_expect(late == 0 && next + 1 > w->arm_min_, 1)) {
+        t->deadline_ = next;
         place_later(w, t, next, w->cur_);
-    else
-        file_timer(w, t);
+    } else {
+        if (late == 0 && period - 1 < ROTA_MAX_DEADLINE - fired)
+            next = fired + period;
+        else if (period == 0 || !next_period(w, p, fired, &next)) {
+            w->stats_.fired++; /* the schedule ends: a last fire */
+            set_idle(t);
+            return;
+        }
+        t->deadline_ = next;
+        if (next >= w->arm_min_) /* not due, not in a cascade: as above */
+            place_later(w, t, next, w->cur_);
+        else
+            file_timer(w, t);
+    }
     set_pending(t);
     /* No note_new_deadline(): earliest_ is 0 in a pass that fires. */
     w->refired_++;
-    return now - fired;
 }
 
 /*
@@ -1310,14 +1354,15 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
         settle_earliest(w, more); /* peek_due() may have moved next_step_ */
         break;
     case PASS_RUN: {
-        /* The loop keeps in registers what no callback can change: now_
-         * (a callback cannot advance or expire this wheel), the fire
-         * budget (find_due() and renew() read it from b, where it is put
-         * back before they run) and the deadline of the run it is in (see
-         * "the lateness histogram by runs").  Stores through the lists
-         * would otherwise make the compiler reload them all. */
-        const uint64_t at = w->now_; /* `now`, clamped by begin_pass() */
-        uint64_t run = ROTA_NEVER;   /* no run yet */
+        /* The loop keeps in registers what no callback can change: the
+         * fire budget (find_due() and renew() read it from b, where it is
+         * put back before they run), the deadline of the run it is in (see
+         * "the lateness histogram by runs") and how late the run fires,
+         * now_ minus that deadline (a callback cannot advance or expire
+         * this wheel, so now_ stays).  Stores through the lists would
+         * otherwise make the compiler reload them all. */
+        uint64_t run = ROTA_NEVER; /* no run yet */
+        uint64_t late = 0;
         size_t fires;
         w->in_pass_ = 1;
     fire:
@@ -1346,8 +1391,9 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
                 /* A new run: on time in the open bucket 0 is the usual
                  * case, and costs nothing more. */
                 run = t->deadline_;
-                if (run != at || w->late_run_ != 0)
-                    late_open(w, at - run);
+                late = w->now_ - run;
+                if (late != 0 || w->late_run_ != 0)
+                    late_open(w, late);
             }
             fires--;
             /* The next due timer's miss overlaps with this callback. */
@@ -1355,9 +1401,8 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
             rota_timer_fn *fn;
             /* t's deadline is the run's: the test above, or the run
              * begun at t. */
-            uint64_t late = take_due(w, t, run, at, &fn);
-            if (fn != NULL)
-                fn(w, t, late); /* may free t: not touched afterwards */
+            take_due(w, t, run, late, &fn);
+            fn(w, t, late); /* may free t: not touched afterwards */
         }
         /* Unless the limit stopped the loop, it saw no due timer left;
          * then only deferred timers can be due, and end_pass() puts them
@@ -1452,7 +1497,7 @@ static int expire_call(struct rota_wheel *w, uint64_t now,
                 run = t->deadline_;
                 late_open(w, w->now_ - run);
             }
-            take_due(w, t, run, w->now_, &fn);
+            take_due(w, t, run, w->now_ - run, &fn);
             out[count++] = t;
         }
         more = b.stopped && work_left(w);
@@ -1684,10 +1729,23 @@ int rota_wheel_drain(struct rota_wheel *w,
 
 /* ------------------------------------------------------- public: timers */
 
+/* The callback of a timer given none (rota_timer_init() and
+ * rota_periodic_init() take NULL): a fire calls every timer's callback
+ * without a test. */
+static void fire_nothing(struct rota_wheel *w, struct rota_timer *t,
+                         uint64_t late)
+{
+    (void)w;
+    (void)t;
+    (void)late;
+}
+
 void rota_timer_init(struct rota_timer *t, rota_timer_fn *fn)
 {
     if (t == NULL)
         return;
+    if (fn == NULL)
+        fn = fire_nothing;
 #ifdef ROTA_DEBUG
     if (debug_init_of_pending(t))
         return;
@@ -1708,7 +1766,7 @@ void rota_periodic_init(struct rota_periodic *p, rota_timer_fn *fn)
     if (timer_fn(&p->timer) != rota__periodic_fire)
         return; /* a debug build refused: p->timer is left as it was */
     p->period_ = 0;
-    p->fn_ = fn;
+    p->fn_ = fn != NULL ? fn : fire_nothing;
     p->missed_ = ROTA_MISSED_SKIP;
 }
 

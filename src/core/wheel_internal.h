@@ -177,6 +177,22 @@ static inline void list_unlink_first(struct rota_link *head,
     next->prev = head;
 }
 
+/* Move every node of `from`, which holds some, to `to`, which is empty,
+ * leaving `from` empty: list_move_all() without its two tests and the
+ * load of `to`'s tail. */
+static inline void list_take_all(struct rota_link *to, struct rota_link *from)
+{
+#ifdef ROTA_DEBUG
+    debug_list_ends(from);
+#endif
+    struct rota_link *first = from->next, *last = from->prev;
+    first->prev = to;
+    last->next = to;
+    to->next = first;
+    to->prev = last;
+    list_init(from);
+}
+
 /* Move every node of `from` to the end of `to`, leaving `from` empty. */
 static inline void list_move_all(struct rota_link *to, struct rota_link *from)
 {
@@ -213,10 +229,12 @@ static inline unsigned digit_at(uint64_t time, unsigned level)
  * shares cur's digits above that level. */
 static inline uint64_t slot_start(uint64_t cur, unsigned level, unsigned index)
 {
+    /* cur's digits from `level` up, that level's replaced by `index`, put
+     * back in place: no shift reaches 64, so the top level needs no test
+     * of its own. */
     unsigned shift = level * ROTA_WHEEL_BITS;
-    unsigned above = shift + ROTA_WHEEL_BITS;
-    uint64_t high = above >= 64 ? 0 : (cur >> above) << above;
-    return high | ((uint64_t)index << shift);
+    uint64_t digits = (cur >> shift) & ~(uint64_t)LEVEL_MASK;
+    return (digits | index) << shift;
 }
 
 /* One past the last tick of that slot, saturating at UINT64_MAX. */

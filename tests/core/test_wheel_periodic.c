@@ -179,6 +179,45 @@ TEST(periodic_schedule_ends_at_max_deadline)
     CHECK_WHEEL(&wheel);
 }
 
+/* A fire on time files fired + period the way the inline arm files
+ * (wheel.c): that sum at ROTA_MAX_DEADLINE goes on, one tick past it
+ * (UINT64_MAX, ROTA_NEVER) ends the schedule, and period 0 fires once,
+ * under every policy. */
+TEST(periodic_on_time_sum_edges)
+{
+    struct tn a;
+
+    for (int policy = 0; policy < 3; policy++) {
+        for (uint64_t period = 20; period <= 21; period++) {
+            new_wheel(&wheel, ROTA_MAX_DEADLINE - 30);
+            tn_init(&a, 0);
+            CHECK_EQ_INT(rota_periodic_arm_at(&wheel, &a.per,
+                                              ROTA_MAX_DEADLINE - 20, period,
+                                              (enum rota_missed)policy),
+                         0);
+            log_reset();
+            CHECK_EQ_INT(rota_wheel_advance(&wheel, ROTA_MAX_DEADLINE - 20), 1);
+            CHECK_EQ_U64(ent[0].late, 0);
+            CHECK_EQ_INT(ent[0].pending, period == 20);
+            CHECK_EQ_U64(rota_wheel_count(&wheel), period == 20 ? 1 : 0);
+            if (period == 20)
+                CHECK_EQ_U64(ent[0].deadline, ROTA_MAX_DEADLINE);
+            CHECK_WHEEL(&wheel);
+        }
+        /* Period 0: rota_timer_arm_at() alone, fired on time. */
+        new_wheel(&wheel, 0);
+        tn_init(&a, 0);
+        CHECK_EQ_INT(rota_timer_arm_at(&wheel, &a.per.timer, 5), 0);
+        log_reset();
+        CHECK_EQ_INT(rota_wheel_advance(&wheel, 5), 1);
+        CHECK_EQ_U64(ent[0].late, 0);
+        CHECK(!ent[0].pending);
+        CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
+        CHECK_EQ_INT(rota_wheel_advance(&wheel, 1000), 0);
+        CHECK_WHEEL(&wheel);
+    }
+}
+
 TEST(periodic_rearm_and_touch_keep_period)
 {
     struct tn a;
@@ -238,6 +277,7 @@ int main(int argc, char **argv)
         H_TEST(periodic_policies_by_lateness),
         H_TEST(periodic_skip_on_boundary),
         H_TEST(periodic_schedule_ends_at_max_deadline),
+        H_TEST(periodic_on_time_sum_edges),
         H_TEST(periodic_rearm_and_touch_keep_period),
     };
     return h_main(argc, argv, tests, H_COUNT(tests));
