@@ -83,16 +83,18 @@ ROTA_API void rota__list_emptied(struct rota_wheel *wheel,
  * of the highest bit in which the two differ (63 ^ clz is that bit).  The
  * one spelling of the slot geometry, for the inline arm and the library's
  * own filing; written from the level's first bit, because computing the
- * level first makes compilers divide and multiply back, and in unsigned,
- * whose results need no widening (a signed or size_t mix sign-extends). */
+ * level first makes compilers divide and multiply back, and each term in
+ * unsigned, widened alone: a 32-bit result is widened for free where it is
+ * computed, but a 32-bit sum widened after the add costs a move (and a
+ * signed or size_t mix sign-extends). */
 static inline size_t rota__slot_for(uint64_t deadline, uint64_t cur,
                                     size_t *shift)
 {
     unsigned top = 63u ^ (unsigned)__builtin_clzll(deadline ^ cur);
     unsigned first = top & ~(ROTA_WHEEL_BITS - 1u); /* BITS: a power of 2 */
     *shift = first;
-    return (size_t)(first * (ROTA_WHEEL_SLOTS / ROTA_WHEEL_BITS) +
-                    ((unsigned)(deadline >> first) & (ROTA_WHEEL_SLOTS - 1)));
+    return (size_t)(first * (ROTA_WHEEL_SLOTS / ROTA_WHEEL_BITS)) +
+           (size_t)((unsigned)(deadline >> first) & (ROTA_WHEEL_SLOTS - 1));
 }
 #endif
 
