@@ -145,7 +145,11 @@
  *   - The occupancy bitmap and next_step change only when a slot goes from
  *     empty to not empty, which arm sees in the tail pointer it loads
  *     anyway; that branch is a call made last (rota__arm_empty_slot()), so
- *     the common case saves no registers.
+ *     the common case saves no registers.  It is the inline arm's only
+ *     call: every other case makes the same call with no slot, for
+ *     rota_timer_arm_at_noinline().  A caller's function with two calls
+ *     in different branches gets a stack frame on every path (gcc 12 does
+ *     not shrink-wrap it), its fast one included; with one it gets none.
  *   - The slot comes from its level's first bit, in unsigned arithmetic,
  *     and its head from a byte offset (rota__slot_for(), rota__slot_head()):
  *     level-first arithmetic makes gcc divide and multiply back, a size_t
@@ -1757,11 +1761,13 @@ static void arm_at(struct rota_wheel *w, struct rota_timer *t,
 int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
                          uint64_t deadline, struct rota_link *head)
 {
+    if (head == NULL)
+        return rota_timer_arm_at_noinline(w, t, deadline);
     size_t slot = (size_t)(head - w->slot_);
     unsigned shift = (unsigned)(slot / ROTA_WHEEL_SLOTS) * ROTA_WHEEL_BITS;
     slot_filled(w, slot, deadline >> shift << shift);
     t->deadline_ = deadline;
-    list_append(head, &t->link_);
+    list_append_after(head, head, &t->link_); /* the list is empty */
     set_pending(t);
     w->stats_.armed++;
     /* deadline >= arm_min_ >= earliest_: the earliest stays. */
