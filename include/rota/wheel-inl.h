@@ -29,8 +29,10 @@ struct rota_wheel {
      * arm_min_ is above now_ and at or above next_step_ (so a deadline it
      * takes is not due, and stays so through the inline advance), and at
      * or above earliest_ (so the inline arm never lowers the earliest
-     * deadline); UINT64_MAX while a slot is half cascaded, and always in a
-     * debug build.  A deadline <= arm_min_ that leaves (cancel, touch,
+     * deadline), and where every deadline >= it has the same slot against
+     * arm_min_ - 1 as against cur_ (so the inline arm need not read cur_:
+     * wheel_internal.h, arm_min_for()); UINT64_MAX while a slot is half
+     * cascaded, and always in a debug build.  A deadline <= arm_min_ that leaves (cancel, touch,
      * move) may be the earliest: the inline paths then forget earliest_.
      * The inline cancel and touch take a timer whose link_.prev is above
      * pending_above_ for pending: ROTA__IDLE's value, or UINTPTR_MAX in a
@@ -133,17 +135,20 @@ ROTA_API int rota__arm_empty_slot(struct rota_wheel *wheel,
                                   struct rota_timer *timer, uint64_t deadline,
                                   struct rota_link *head);
 
-/* Private: file a timer that is in no list at a deadline >= the wheel's
- * arm_min_ (so not due, not inside a slot being cascaded, and not below
- * the earliest deadline: the library files the other cases).  Returns
- * NULL when it is filed, else the head of the empty slot it goes to, for
- * rota__arm_empty_slot().  A busy slot's occupancy bits and the next-step
- * bound are already right. */
+/* Private: file a timer that is in no list at a deadline >= min, the
+ * wheel's arm_min_ (so not due, not inside a slot being cascaded, and not
+ * below the earliest deadline: the library files the other cases).
+ * Returns NULL when it is filed, else the head of the empty slot it goes
+ * to, for rota__arm_empty_slot().  The slot is found against min - 1, not
+ * cur_: the library keeps arm_min_ where every deadline >= it has the same
+ * slot against either (set_arm_min()), and the inline arm has min in a
+ * register already.  A busy slot's occupancy bits and the next-step bound
+ * are already right. */
 static inline struct rota_link *rota__file_fast(struct rota_wheel *wheel,
                                                 struct rota_timer *timer,
-                                                uint64_t deadline)
+                                                uint64_t deadline, uint64_t min)
 {
-    size_t shift, slot = rota__slot_for(deadline, wheel->cur_, &shift);
+    size_t shift, slot = rota__slot_for(deadline, min - 1, &shift);
     struct rota_link *head = rota__slot_head(wheel, slot), *tail = head->prev;
 
     if (tail == head)
@@ -184,7 +189,7 @@ static inline int rota__move_pending(struct rota_wheel *wheel,
 {
     struct rota_link *empty = NULL;
     if (rota__unlink_moved(wheel, timer, min) &&
-        (empty = rota__file_fast(wheel, timer, deadline)) == NULL)
+        (empty = rota__file_fast(wheel, timer, deadline, min)) == NULL)
         return 0;
     return rota__arm_empty_slot(wheel, timer, deadline, empty);
 }
@@ -205,10 +210,9 @@ static inline int rota_timer_arm_at(struct rota_wheel *wheel,
     if (wheel != NULL && timer != NULL &&
         deadline + 1 > (min = wheel->arm_min_)) {
         struct rota_link *prev = timer->link_.prev;
-        if ((prev == ROTA__IDLE ||
-             ((uintptr_t)prev > wheel->pending_above_ &&
-              rota__unlink_moved(wheel, timer, min))) &&
-            (empty = rota__file_fast(wheel, timer, deadline)) == NULL)
+        if ((prev == ROTA__IDLE || ((uintptr_t)prev > wheel->pending_above_ &&
+                                    rota__unlink_moved(wheel, timer, min))) &&
+            (empty = rota__file_fast(wheel, timer, deadline, min)) == NULL)
             return 0;
     }
     return rota__arm_empty_slot(wheel, timer, deadline, empty);
