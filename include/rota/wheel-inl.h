@@ -29,8 +29,10 @@ struct rota_wheel {
      * arm_min_ is above now_ and at or above next_step_ (so a deadline it
      * takes is not due, and stays so through the inline advance), and at
      * or above earliest_ (so the inline arm never lowers the earliest
-     * deadline); UINT64_MAX while a slot is half cascaded, and always in a
-     * debug build.  A deadline <= arm_min_ that leaves (cancel, touch,
+     * deadline), and where every deadline >= it has the same slot against
+     * arm_min_ - 1 as against cur_ (so the inline arm need not read cur_:
+     * wheel_internal.h, arm_min_for()); UINT64_MAX while a slot is half
+     * cascaded, and always in a debug build.  A deadline <= arm_min_ that leaves (cancel, touch,
      * move) may be the earliest: the inline paths then forget earliest_.
      * The inline cancel and touch take a timer whose link_.prev is above
      * pending_above_ for pending: ROTA__IDLE's value, or UINTPTR_MAX in a
@@ -83,16 +85,18 @@ ROTA_API void rota__list_emptied(struct rota_wheel *wheel,
  * of the highest bit in which the two differ (63 ^ clz is that bit).  The
  * one spelling of the slot geometry, for the inline arm and the library's
  * own filing; written from the level's first bit, because computing the
- * level first makes compilers divide and multiply back, and in unsigned,
- * whose results need no widening (a signed or size_t mix sign-extends). */
+ * level first makes compilers divide and multiply back, and each term in
+ * unsigned, widened alone: a 32-bit result is widened for free where it is
+ * computed, but a 32-bit sum widened after the add costs a move (and a
+ * signed or size_t mix sign-extends). */
 static inline size_t rota__slot_for(uint64_t deadline, uint64_t cur,
                                     size_t *shift)
 {
     unsigned top = 63u ^ (unsigned)__builtin_clzll(deadline ^ cur);
     unsigned first = top & ~(ROTA_WHEEL_BITS - 1u); /* BITS: a power of 2 */
     *shift = first;
-    return (size_t)(first * (ROTA_WHEEL_SLOTS / ROTA_WHEEL_BITS) +
-                    ((unsigned)(deadline >> first) & (ROTA_WHEEL_SLOTS - 1)));
+    return (size_t)(first * (ROTA_WHEEL_SLOTS / ROTA_WHEEL_BITS)) +
+           (size_t)((unsigned)(deadline >> first) & (ROTA_WHEEL_SLOTS - 1));
 }
 #endif
 
@@ -119,54 +123,75 @@ static inline void rota__write_links(struct rota_timer *timer,
     __builtin_memcpy(&timer->link_, &links, sizeof links);
 }
 
-/* Private: rota__arm_fast() when the list of the slot whose head is `head`
- * is empty (its occupancy bits and the bound on the next slot start change
- * too).  Out of line, and called last, so that the common case saves no
- * registers (nor keeps the slot's number beside its head). */
+/* Private: the one call of the inline arm, for all it does not finish.
+ * `head` is the list head of the empty slot the inline arm found for
+ * `deadline` (the timer idle, or just taken out of its list): the library
+ * files it there, setting the slot's occupancy bits and the bound on the
+ * next slot start.  NULL: everything else, as rota_timer_arm_at_noinline().
+ * One call site for every case, so that a caller's fast path needs no
+ * stack frame (compilers set one up for the whole function when two calls
+ * are reached from different branches). */
 ROTA_API int rota__arm_empty_slot(struct rota_wheel *wheel,
                                   struct rota_timer *timer, uint64_t deadline,
                                   struct rota_link *head);
 
-/* Private: file an idle timer at a deadline >= the wheel's arm_min_ (so
- * not due, not inside a slot being cascaded, and not below the earliest
- * deadline: the library files the other cases), so that
- * rota_timer_arm_at() needs no call.  A busy slot's occupancy bits and the
- * next-step bound are already right. */
-static inline int rota__arm_fast(struct rota_wheel *wheel,
-                                 struct rota_timer *timer, uint64_t deadline)
+/* Private: file a timer that is in no list at a deadline >= min, the
+ * wheel's arm_min_ (so not due, not inside a slot being cascaded, and not
+ * below the earliest deadline: the library files the other cases).
+ * Returns NULL when it is filed, else the head of the empty slot it goes
+ * to, for rota__arm_empty_slot().  The slot is found against min - 1, not
+ * cur_: the library keeps arm_min_ where every deadline >= it has the same
+ * slot against either (set_arm_min()), and the inline arm has min in a
+ * register already.  A busy slot's occupancy bits and the next-step bound
+ * are already right. */
+static inline struct rota_link *rota__file_fast(struct rota_wheel *wheel,
+                                                struct rota_timer *timer,
+                                                uint64_t deadline, uint64_t min)
 {
-    size_t shift, slot = rota__slot_for(deadline, wheel->cur_, &shift);
+    size_t shift, slot = rota__slot_for(deadline, min - 1, &shift);
     struct rota_link *head = rota__slot_head(wheel, slot), *tail = head->prev;
 
     if (tail == head)
-        return rota__arm_empty_slot(wheel, timer, deadline, head);
+        return head;
     rota__write_links(timer, head, tail);
     timer->deadline_ = deadline;
     tail->next = &timer->link_;
     head->prev = &timer->link_;
     wheel->stats_.armed++;
-    return 0;
+    return NULL;
 }
 
-/* Private: move a pending timer to a deadline >= arm_min_, in the common
- * case: it is not alone in its list.  It leaves its list as
+/* Private: take a pending timer out of its list for a move to a deadline
+ * >= min, in the common case: it is not alone in its list.  It leaves as
  * rota_timer_cancel() takes it (the list stays busy, so no occupancy bit
- * changes and nothing is called before the filing) and is filed as an
- * idle one; counted as an arm of a pending timer (rearmed_), as the
- * library counts it.  Otherwise the library's call moves it. */
-static inline int rota__move_pending(struct rota_wheel *wheel,
-                                     struct rota_timer *timer,
-                                     uint64_t deadline)
+ * changes and nothing is called before the filing) and is then filed as
+ * an idle one; counted as an arm of a pending timer (rearmed_), as the
+ * library counts it.  False, with nothing changed, when it is alone: the
+ * library's call moves it. */
+static inline bool rota__unlink_moved(struct rota_wheel *wheel,
+                                      struct rota_timer *timer, uint64_t min)
 {
     struct rota_link *prev = timer->link_.prev, *next = timer->link_.next;
     if (prev == next)
-        return rota_timer_arm_at_noinline(wheel, timer, deadline);
+        return false;
     prev->next = next;
     next->prev = prev;
     wheel->rearmed_++;
-    if (timer->deadline_ <= wheel->arm_min_)
+    if (timer->deadline_ <= min)
         wheel->earliest_ = 0; /* the cached earliest may be gone */
-    return rota__arm_fast(wheel, timer, deadline);
+    return true;
+}
+
+/* Private: rota_timer_touch_at()'s move to an earlier deadline >= min. */
+static inline int rota__move_pending(struct rota_wheel *wheel,
+                                     struct rota_timer *timer,
+                                     uint64_t deadline, uint64_t min)
+{
+    struct rota_link *empty = NULL;
+    if (rota__unlink_moved(wheel, timer, min) &&
+        (empty = rota__file_fast(wheel, timer, deadline, min)) == NULL)
+        return 0;
+    return rota__arm_empty_slot(wheel, timer, deadline, empty);
 }
 #endif
 
@@ -180,14 +205,20 @@ static inline int rota_timer_arm_at(struct rota_wheel *wheel,
      * One compare tests both: ROTA_MAX_DEADLINE is UINT64_MAX - 1, so
      * deadline + 1 wraps to 0 exactly for a deadline past it, and no
      * deadline passes while arm_min_ is UINT64_MAX. */
-    if (wheel != NULL && timer != NULL && deadline + 1 > wheel->arm_min_) {
-        if (timer->link_.prev == ROTA__IDLE)
-            return rota__arm_fast(wheel, timer, deadline);
-        if ((uintptr_t)timer->link_.prev > wheel->pending_above_)
-            return rota__move_pending(wheel, timer, deadline);
+    struct rota_link *empty = NULL;
+    uint64_t min;
+    if (wheel != NULL && timer != NULL &&
+        deadline + 1 > (min = wheel->arm_min_)) {
+        struct rota_link *prev = timer->link_.prev;
+        if ((prev == ROTA__IDLE || ((uintptr_t)prev > wheel->pending_above_ &&
+                                    rota__unlink_moved(wheel, timer, min))) &&
+            (empty = rota__file_fast(wheel, timer, deadline, min)) == NULL)
+            return 0;
     }
-#endif
+    return rota__arm_empty_slot(wheel, timer, deadline, empty);
+#else
     return rota_timer_arm_at_noinline(wheel, timer, deadline);
+#endif
 }
 
 /* Declared again for rota_timer_arm_in(), which asks it when the wheel has
@@ -256,7 +287,7 @@ static inline int rota_timer_touch_at(struct rota_wheel *wheel,
         if (deadline == old)
             return 0;
 #ifdef ROTA__INLINE_PATHS
-        return rota__move_pending(wheel, timer, deadline); /* earlier */
+        return rota__move_pending(wheel, timer, deadline, min); /* earlier */
 #endif
     }
     return rota_timer_touch_at_noinline(wheel, timer, deadline);

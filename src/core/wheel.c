@@ -129,7 +129,12 @@
  *     wheel field for all it must know of the wheel, arm_min_: a deadline
  *     at or above it is not due, is not inside a slot being cascaded, and
  *     is not below the earliest deadline, so the inline arm files it and
- *     updates nothing else.  One compare, deadline + 1 > arm_min_, also
+ *     updates nothing else.  It finds the slot against arm_min_ - 1, which
+ *     it has in a register, instead of loading cur_: the library keeps
+ *     arm_min_ - 1 at the end of a slot of the level where it and cur_
+ *     differ, raising arm_min_ to the next slot start where it must
+ *     (arm_min_for()), so that both give every deadline >= arm_min_ the
+ *     same slot; the deadlines it raises arm_min_ over go to the library.  One compare, deadline + 1 > arm_min_, also
  *     keeps out the one deadline past ROTA_MAX_DEADLINE (UINT64_MAX wraps
  *     to 0).  The library keeps arm_min_ above now_ and
  *     next_step_ (so the inline advance never makes such a deadline due)
@@ -145,7 +150,11 @@
  *   - The occupancy bitmap and next_step change only when a slot goes from
  *     empty to not empty, which arm sees in the tail pointer it loads
  *     anyway; that branch is a call made last (rota__arm_empty_slot()), so
- *     the common case saves no registers.
+ *     the common case saves no registers.  It is the inline arm's only
+ *     call: every other case makes the same call with no slot, for
+ *     rota_timer_arm_at_noinline().  A caller's function with two calls
+ *     in different branches gets a stack frame on every path (gcc 12 does
+ *     not shrink-wrap it), its fast one included; with one it gets none.
  *   - The slot comes from its level's first bit, in unsigned arithmetic,
  *     and its head from a byte offset (rota__slot_for(), rota__slot_head()):
  *     level-first arithmetic makes gcc divide and multiply back, a size_t
@@ -219,7 +228,8 @@
  *   compare in cancel, none in the inline arm or a fire, which keeps
  *   rota_wheel_next_deadline() exact).  Its price is paid per pass, not
  *   per arm or fire: a pass that fires forgets the earliest deadline once
- *   and sets arm_min_ twice (~16 instructions).
+ *   and sets arm_min_ twice (~24 instructions, with the test that keeps
+ *   arm_min_ - 1 at a slot's end).
  *
  * ALTERNATIVES REJECTED
  *   - One wheel with a rounds counter (Netty, go-zero): every tick visits a
@@ -317,9 +327,11 @@ static void mark_empty(struct rota_wheel *w, unsigned slot)
  * again wherever one of its terms goes up: now_ (a pass begins),
  * next_step_ (a pass moves to the next slot), earliest_ (found again), a
  * cascade closing; and after a library arm, so that the inline arm takes
- * the next one.  A term that goes down leaves it safe: an arm_min_ too
- * high only sends more arms to the library, and makes the inline cancel
- * forget the earliest deadline more often than it must.
+ * the next one; raised where it must be so that the inline arm's slot
+ * against arm_min_ - 1 is the one cur_ gives (arm_min_for()).  A term
+ * that goes down leaves it safe, and so does cur_ going up: an arm_min_
+ * too high only sends more arms to the library, and makes the inline
+ * cancel forget the earliest deadline more often than it must.
  */
 static void set_arm_min(struct rota_wheel *w)
 {
@@ -331,7 +343,7 @@ static void set_arm_min(struct rota_wheel *w)
         min = w->next_step_;
     if (w->earliest_ > min)
         min = w->earliest_;
-    w->arm_min_ = w->cascade_end_ != 0 ? UINT64_MAX : min;
+    w->arm_min_ = w->cascade_end_ != 0 ? UINT64_MAX : arm_min_for(min, w->cur_);
 #endif
 }
 
@@ -1229,7 +1241,7 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now,
     /* A callback's inline arm must not file a time that is due; the end
      * of the pass sets arm_min_ afresh (settle_earliest()). */
     if (w->arm_min_ <= now)
-        w->arm_min_ = now + 1;
+        w->arm_min_ = arm_min_for(now + 1, w->cur_);
     /* Whatever fires has a deadline <= now, and the earliest deadline is
      * no later than it: forgotten here, once, instead of compared at
      * every fire.  It stays 0 until the pass ends: nothing in a pass
@@ -1815,11 +1827,13 @@ static void arm_at(struct rota_wheel *w, struct rota_timer *t,
 int rota__arm_empty_slot(struct rota_wheel *w, struct rota_timer *t,
                          uint64_t deadline, struct rota_link *head)
 {
+    if (head == NULL)
+        return rota_timer_arm_at_noinline(w, t, deadline);
     size_t slot = (size_t)(head - w->slot_);
     unsigned shift = (unsigned)(slot / ROTA_WHEEL_SLOTS) * ROTA_WHEEL_BITS;
     slot_filled(w, slot, deadline >> shift << shift);
     t->deadline_ = deadline;
-    list_append(head, &t->link_);
+    list_append_after(head, head, &t->link_); /* the list is empty */
     set_pending(t);
     w->stats_.armed++;
     /* deadline >= arm_min_ >= earliest_: the earliest stays. */

@@ -110,6 +110,8 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         FAIL("the inline arm may file a deadline that an advance makes due");
     if (w->earliest_ != 0 && w->arm_min_ < w->earliest_)
         FAIL("the inline arm may file a deadline below the earliest");
+    if (w->arm_min_ != arm_min_for(w->arm_min_, w->cur_))
+        FAIL("the inline arm may find a slot other than cur gives");
     if (w->pending_above_ != PENDING_ABOVE)
         FAIL("the inline cancel and touch take the wrong timers");
     if (w->cascade_end_ != 0

@@ -73,6 +73,30 @@ static inline struct rota_periodic *periodic_of(struct rota_timer *t)
     return rota_container_of(t, struct rota_periodic, timer);
 }
 
+/*
+ * The inline arm finds a deadline's slot against arm_min_ - 1, which it
+ * has in a register, not against cur_ (rota.h's rota__file_fast()): the
+ * same slot for every deadline >= arm_min_ exactly when arm_min_ - 1 is
+ * the last time of its slot at the level of the highest digit in which it
+ * and cur_ differ (a deadline past that slot differs from both in the
+ * same digit; one inside it would be filed a level too low).  This is the
+ * lowest arm_min_ at or above `min` (> cur) that keeps the rule: `min`
+ * itself, or the start of the next slot of that level; UINT64_MAX (the
+ * inline arm off) past the last.  cur_ only moves up towards arm_min_ - 1
+ * (it stays <= now_ < arm_min_), which keeps the rule: the digit in which
+ * they differ can only go down.
+ */
+static inline uint64_t arm_min_for(uint64_t min, uint64_t cur)
+{
+    uint64_t last = min - 1, differ = last ^ cur;
+    if (differ < ROTA_WHEEL_SLOTS) /* level 0: any time ends its slot */
+        return min;
+    unsigned first =
+        (63u ^ (unsigned)__builtin_clzll(differ)) & ~(ROTA_WHEEL_BITS - 1u);
+    last |= ((uint64_t)1 << first) - 1;
+    return last == UINT64_MAX ? UINT64_MAX : last + 1;
+}
+
 /* Every arm of an idle timer adds one; cancel, a last fire and drain take
  * one away (wheel.c: write_head() says why there is no pending_ to
  * store).  stats_.fired counts the last fires only (after which the timer

@@ -120,8 +120,10 @@ TEST(wheel_check_catches_arm_min_too_low)
     /* A debug build's arm_min_ is always UINT64_MAX (every arm goes to
      * the library): the planted values below fail there for that. */
     bool debug = wheel.pending_above_ == UINTPTR_MAX;
-    /* The earliest known and no cascade open: arm_min_ is the earliest. */
-    CHECK(wheel.arm_min_ == (debug ? UINT64_MAX : 5000));
+    /* The earliest known and no cascade open: arm_min_ is the earliest,
+     * raised to the next slot start of the level at which 4999 and cur
+     * (100) differ, level 1 (see the next test). */
+    CHECK(wheel.arm_min_ == (debug ? UINT64_MAX : 5120));
     uint64_t good = wheel.arm_min_;
     wheel.arm_min_ = 100; /* now_: a deadline at now would be filed */
     CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
@@ -137,6 +139,51 @@ TEST(wheel_check_catches_arm_min_too_low)
     CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
     for (unsigned i = 0; i < 2; i++)
         CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[i]), 1);
+}
+
+/* The inline arm finds a deadline's slot against arm_min_ - 1, not cur:
+ * the same slot only if arm_min_ - 1 ends its slot at the level where it
+ * and cur differ.  5001 does not (5000 and 5050 share level 1's slot
+ * [4864, 5120), where cur, 100, differs from them): against 5000, 5050
+ * would be filed at level 0, whose slots hold cur's block [0, 256), and
+ * the checker finds the wheel corrupt. */
+TEST(wheel_check_catches_arm_min_inside_a_slot)
+{
+    static struct rota_timer t[2];
+    const char *why;
+
+    rota_wheel_init(&wheel, 100);
+    for (unsigned i = 0; i < 2; i++)
+        rota_timer_init(&t[i], NULL);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[0], 5000), 0);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    bool debug = wheel.pending_above_ == UINTPTR_MAX;
+    CHECK(wheel.arm_min_ == (debug ? UINT64_MAX : 5120));
+    uint64_t good = wheel.arm_min_;
+    wheel.arm_min_ = 5001; /* above now_, next_step_ and the earliest */
+    CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
+    CHECK(has(why, debug ? "debug" : "slot other than cur"));
+    if (!debug) {
+        /* What the rule prevents: the inline arm files 5050 a level too
+         * low. */
+        CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[1], 5050), 0);
+        wheel.arm_min_ = good;
+        CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
+        CHECK(has(why, "slot"));
+        /* Out of the wrong list by hand, then as the library files it. */
+        t[1].link_.prev->next = t[1].link_.next;
+        t[1].link_.next->prev = t[1].link_.prev;
+        rota__list_emptied(&wheel, t[1].link_.prev);
+        t[1].link_.prev = ROTA__IDLE;
+        wheel.stats_.armed--;
+        CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+        CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[1], 5050), 0);
+        CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+        CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[1]), 1);
+    }
+    wheel.arm_min_ = good;
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[0]), 1);
 }
 
 TEST(wheel_check_catches_timer_in_the_wrong_slot)
@@ -240,6 +287,7 @@ int main(int argc, char **argv)
         H_TEST(wheel_check_catches_timer_in_the_wrong_slot),
         H_TEST(wheel_check_catches_inline_arm_left_on_in_a_cascade),
         H_TEST(wheel_check_catches_arm_min_too_low),
+        H_TEST(wheel_check_catches_arm_min_inside_a_slot),
         H_TEST(keyed_check_catches_timers_lost_behind_its_back),
         H_TEST(keyed_check_catches_a_corrupt_wheel),
     };
