@@ -32,8 +32,9 @@ struct rota_wheel {
      * deadline), and where every deadline >= it has the same slot against
      * arm_min_ - 1 as against cur_ (so the inline arm need not read cur_:
      * wheel_internal.h, arm_min_for()); UINT64_MAX while a slot is half
-     * cascaded, and always in a debug build.  A deadline <= arm_min_ that leaves (cancel, touch,
-     * move) may be the earliest: the inline paths then forget earliest_.
+     * cascaded, and always in a debug build.  A deadline <= arm_min_
+     * that leaves (cancel, touch, move) may be the earliest: the inline
+     * paths then forget earliest_.
      * The inline cancel and touch take a timer whose link_.prev is above
      * pending_above_ for pending: ROTA__IDLE's value, or UINTPTR_MAX in a
      * debug build. */

@@ -134,17 +134,18 @@
  *     arm_min_ - 1 at the end of a slot of the level where it and cur_
  *     differ, raising arm_min_ to the next slot start where it must
  *     (arm_min_for()), so that both give every deadline >= arm_min_ the
- *     same slot; the deadlines it raises arm_min_ over go to the library.  One compare, deadline + 1 > arm_min_, also
- *     keeps out the one deadline past ROTA_MAX_DEADLINE (UINT64_MAX wraps
- *     to 0).  The library keeps arm_min_ above now_ and
- *     next_step_ (so the inline advance never makes such a deadline due)
- *     and at or above the earliest deadline, setting it again where one of
- *     them goes up (set_arm_min()); UINT64_MAX while a slot is half
- *     cascaded and always in a debug build.  A cancel, touch or move of a
- *     timer whose deadline is <= arm_min_ forgets the earliest deadline:
- *     the compare the cache needed anyway, against the same field.  What
- *     the timer cannot record (its wheel, garbage that is not zeroes) is
- *     the debug build's to check.
+ *     same slot; the deadlines it raises arm_min_ over go to the library.
+ *     One compare, deadline + 1 > arm_min_, also keeps out the one
+ *     deadline past ROTA_MAX_DEADLINE (UINT64_MAX wraps to 0).  The
+ *     library keeps arm_min_ above now_ and next_step_ (so the inline
+ *     advance never makes such a deadline due) and at or above the
+ *     earliest deadline, setting it again where one of them goes up
+ *     (set_arm_min()); UINT64_MAX while a slot is half cascaded and always
+ *     in a debug build.  A cancel, touch or move of a timer whose
+ *     deadline is <= arm_min_ forgets the earliest deadline: the compare
+ *     the cache needed anyway, against the same field.  What the timer
+ *     cannot record (its wheel, garbage that is not zeroes) is the debug
+ *     build's to check.
  *   - No load waits on a store that cannot be forwarded: a field is read
  *     with the width it was written with.
  *   - The occupancy bitmap and next_step change only when a slot goes from

@@ -788,9 +788,10 @@ static inline uint64_t slot_tag(const struct slot *s)
  * probe walks slot pointers and compares the stored hash and length as
  * one word, then the key word.  Returns the key's slot, or NULL with *end
  * the empty slot that ends the probe (the key is absent) and in *tag_out
- * its tag (tag_of()) for the insert.  NULL with *end NULL sends the caller to the general path: another state, or a probe
- * longer than any before (which find_noting() records, and which may
- * switch the map to SipHash). */
+ * its tag (tag_of()) for the insert.  NULL with *end NULL sends the
+ * caller to the general path: another state, or a probe longer than any
+ * before (which find_noting() records, and which may switch the map to
+ * SipHash). */
 static inline __attribute__((always_inline)) struct slot *
 find_word(const struct rota_keyed *m, uint64_t le, uint64_t word, uint32_t len,
           uint64_t *tag_out, struct slot **end)
