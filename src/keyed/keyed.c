@@ -1011,6 +1011,24 @@ static int check_key(const struct rota_keyed *m, const void *key, size_t len)
     return 0;
 }
 
+/* The end of every insert, once the slot holds the key: the entry's value
+ * and timer, the count, the arm unless the deadline is ROTA_NEVER, and a
+ * step of any resize under way. */
+static inline __attribute__((always_inline)) int
+entry_begins(struct rota_keyed *m, struct slot *s, void *value,
+             uint64_t deadline)
+{
+    s->value = value;
+    rota_timer_init(&s->timer, on_expire);
+    m->count++;
+    if (deadline != ROTA_NEVER) {
+        (void)rota_timer_arm_at(&m->wheel, &s->timer, deadline);
+        m->expiring++;
+    }
+    resize_work(m);
+    return 0;
+}
+
 /* Add a key known to be absent; the probe of the current table ended at
  * slot `end`, unless the map had no table.  The key copy is made before
  * the table changes, so a refusal leaves everything as it was. */
@@ -1041,15 +1059,7 @@ static int insert(struct rota_keyed *m, size_t end, uint32_t h, const void *key,
         s->key.ptr = heap;
     else
         s->key.word = word_of(key, len);
-    s->value = value;
-    rota_timer_init(&s->timer, on_expire);
-    m->count++;
-    if (deadline != ROTA_NEVER) {
-        (void)rota_timer_arm_at(&m->wheel, &s->timer, deadline);
-        m->expiring++;
-    }
-    resize_work(m);
-    return 0;
+    return entry_begins(m, s, value, deadline);
 }
 
 /* set_at()'s general path: any key, any state, the arguments checked. */
@@ -1124,15 +1134,7 @@ static __attribute__((noinline)) int set_insert(struct rota_keyed *m,
      * table, and the slot at hand rather than its index. */
     memcpy(end, &tag, sizeof tag); /* hash and key_len: slot_tag() */
     end->key.word = word;
-    end->value = value;
-    rota_timer_init(&end->timer, on_expire);
-    m->count++;
-    if (deadline != ROTA_NEVER) {
-        (void)rota_timer_arm_at(&m->wheel, &end->timer, deadline);
-        m->expiring++;
-    }
-    resize_work(m);
-    return 0;
+    return entry_begins(m, end, value, deadline);
 }
 
 /* Whether an entry's timer is pending, read as the wheel's inline paths
