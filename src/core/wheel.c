@@ -1160,9 +1160,10 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
         t->deadline_ = next;
         place_later(w, t, next, w->cur_);
     } else {
-        if (late == 0 && period - 1 < ROTA_MAX_DEADLINE - fired)
-            next = fired + period;
-        else if (period == 0 || !next_period(w, p, fired, &next)) {
+        /* On time with a sum that is right, `next` stands; else the
+         * policy decides, or the schedule ends. */
+        bool on_time = late == 0 && period - 1 < ROTA_MAX_DEADLINE - fired;
+        if (!on_time && (period == 0 || !next_period(w, p, fired, &next))) {
             w->stats_.fired++; /* the schedule ends: a last fire */
             set_idle(t);
             return;
