@@ -199,10 +199,13 @@
  *   - find_due() and step() are inlined into the loop, so that the two
  *     looks per pass (the slot that comes due, then the one that does not)
  *     save no registers; the due list's preload stops at once when the
- *     list holds one or two timers.
- *   - A look finds a slot's start from cur shifted down to the slot's
- *     level, its digit there replaced by the slot's index and shifted
- *     back (slot_start()): no shift reaches 64, so the top level needs no
+ *     list holds one or two timers, and tests for one timer before it
+ *     works out how far it may go.
+ *   - A look finds a level-0 slot's start, nearly every look's, as cur's
+ *     block of 256 ticks or'ed with the slot's number (look_start());
+ *     a higher slot's from cur shifted down to the slot's level, its
+ *     digit there replaced by the slot's index and shifted back
+ *     (slot_start()): no shift reaches 64, so the top level needs no
  *     test.  The slot it takes becomes the due or cascade list with four
  *     stores (list_take_all()): a look runs only when both are empty.
  *   Cascades and filing keep to these:
@@ -591,6 +594,9 @@ static void preload(const struct rota_link *head, size_t pairs)
 #ifdef ROTA_DEBUG
     return; /* it follows links before the checks have seen them */
 #endif
+    if (front == back)
+        return; /* one timer, the usual slot of a sparse wheel: before
+                   the bound is worked out */
     if (pairs > PRELOAD_PAIRS)
         pairs = PRELOAD_PAIRS;
     /* The ends are tested before each pair of steps: a loop that steps,
@@ -1006,7 +1012,7 @@ step(struct rota_wheel *w, uint64_t limit, struct budget *b)
         w->next_step_ = ROTA_NEVER;
         return false;
     }
-    uint64_t start = slot_start(w->cur_, level_of(slot), index_of(slot));
+    uint64_t start = look_start(w->cur_, slot);
     w->next_step_ = start;
     if (start > limit)
         return false;
