@@ -176,7 +176,11 @@
  *   - A fire whose deadline is the run's is due without a look at cur_
  *     (the run's deadline is one that was due), and costs the histogram
  *     nothing: the count of fires counts it for the open bucket ("the
- *     lateness histogram by runs").  The fired count the call returns is
+ *     lateness histogram by runs").  Nor does it test for the end of the
+ *     due list: the list's head is the link of a timer that is never
+ *     armed (due_), whose deadline, ROTA_NEVER, is no run's, so the
+ *     compare with the run's deadline ends the run there too.  A run's
+ *     fires are a loop of their own, inside the one that begins runs.  The fired count the call returns is
  *     the fire budget it spent (fires_granted), which is in memory across
  *     the callbacks anyway: no count of its own holds a register there.
  *   - A fire calls its timer's callback without testing it: a timer
@@ -398,7 +402,7 @@ static inline __attribute__((always_inline)) void place_at(struct rota_wheel *w,
                                                            uint64_t cur)
 {
     if (deadline <= cur) {
-        list_append(&w->due_, &t->link_);
+        list_append(&w->due_.link_, &t->link_);
         if (deadline < w->next_step_) /* so the idle path sees it */
             w->next_step_ = deadline;
         return;
@@ -1039,8 +1043,8 @@ step(struct rota_wheel *w, uint64_t limit, struct budget *b)
          * list becomes the due list (empty here), in order, without a
          * walk.  peek_due() files a touched one again when it reaches the
          * head, against this same cur. */
-        list_take_all(&w->due_, head);
-        preload(&w->due_, b->fires / 2);
+        list_take_all(&w->due_.link_, head);
+        preload(&w->due_.link_, b->fires / 2);
         return true;
     }
     /* next_step_ stays at cur while the cascade lasts: no idle path. */
@@ -1061,8 +1065,8 @@ static inline __attribute__((always_inline)) struct rota_timer *
 find_due(struct rota_wheel *w, struct budget *b)
 {
     for (;;) {
-        while (!list_empty(&w->due_)) {
-            struct rota_timer *t = timer_of(w->due_.next);
+        while (!list_empty(&w->due_.link_)) {
+            struct rota_timer *t = timer_of(w->due_.link_.next);
             if (t->deadline_ <= w->cur_)
                 return t;
             if (!spend(w, b, &b->moves))
@@ -1102,7 +1106,7 @@ static bool work_left(const struct rota_wheel *w)
 {
     unsigned slot;
 
-    if (!list_empty(&w->due_) || !list_empty(&w->cascade_))
+    if (!list_empty(&w->due_.link_) || !list_empty(&w->cascade_))
         return true;
     return first_occupied(w, &slot) &&
            slot_start(w->cur_, level_of(slot), index_of(slot)) <= w->now_;
@@ -1159,7 +1163,7 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
     /* No note_gone_deadline(): earliest_ is 0 in a pass that fires
      * (begin_pass()).  The first timer's prev link is the due list's
      * head: not loaded. */
-    list_unlink_first(&w->due_, &t->link_, t->link_.next);
+    list_unlink_first(&w->due_.link_, &t->link_, t->link_.next);
     *fn = timer_fn(t);
     if (__builtin_expect(*fn != rota__periodic_fire, 1)) {
         w->stats_.fired++; /* a last fire: see pending_count() */
@@ -1353,7 +1357,8 @@ int rota_wheel_init(struct rota_wheel *w, uint64_t now)
     w->next_step_ = ROTA_NEVER;
     w->earliest_ = ROTA_NEVER;
     set_arm_min(w); /* UINT64_MAX: the first arm sets the earliest */
-    list_init(&w->due_);
+    list_init(&w->due_.link_);
+    w->due_.deadline_ = ROTA_NEVER; /* the fire loop's end (advance_pass()) */
     list_init(&w->deferred_);
     list_init(&w->cascade_);
     for (unsigned slot = 0; slot < SLOT_COUNT; slot++)
@@ -1396,48 +1401,54 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
          * now_ minus that deadline (a callback cannot advance or expire
          * this wheel, so now_ stays).  Stores through the lists would
          * otherwise make the compiler reload them all. */
-        uint64_t run = ROTA_NEVER; /* no run yet */
-        uint64_t late = 0;
+        uint64_t run, late;
         size_t fires;
         w->in_pass_ = 1;
     fire:
         fires = b.fires;
         for (;;) {
-            struct rota_link *head = w->due_.next;
-            struct rota_timer *t = NULL;
-            /* The usual case first: the head is due, and of the run's
-             * deadline, which is <= cur_ (the run's first fire was due)
-             * and is nothing but due: a touched timer at the head has a
-             * deadline > cur_, and one armed by a callback with a deadline
-             * <= now_ waits on the deferred list. */
-            if (head == &w->due_ || (t = timer_of(head))->deadline_ != run ||
+            /* A run begins: the first fire of the pass, or the head is
+             * not of the run's deadline, or the budget is spent.  The
+             * head is due if it is a timer (not the list's own head,
+             * due_, which the test of its deadline would also catch, but
+             * compilers make the three tests one without jumps, which
+             * costs more) and its deadline is <= cur_: not a touched
+             * timer; one armed by a callback with a deadline <= now_
+             * waits on the deferred list. */
+            struct rota_link *head = w->due_.link_.next;
+            struct rota_timer *t =
+                rota_container_of(head, struct rota_timer, link_);
+            if (head == &w->due_.link_ || t->deadline_ > w->cur_ ||
                 fires == 0) {
-                if (head == &w->due_ || t->deadline_ > w->cur_ || fires == 0) {
-                    b.fires = fires;
-                    t = find_due(w, &b);
-                    if (t == NULL)
-                        break;
-                    if (fires == 0) {
-                        b.stopped = true;
-                        break;
-                    }
-                    head = &t->link_;
+                b.fires = fires;
+                t = find_due(w, &b);
+                if (t == NULL)
+                    break;
+                if (fires == 0) {
+                    b.stopped = true;
+                    break;
                 }
-                /* A new run: on time in the open bucket 0 is the usual
-                 * case, and costs nothing more. */
-                run = t->deadline_;
-                late = w->now_ - run;
-                if (late != 0 || w->late_run_ != 0)
-                    late_open(w, late);
+                head = &t->link_;
             }
-            fires--;
-            /* The next due timer's miss overlaps with this callback. */
-            __builtin_prefetch(head->next);
-            rota_timer_fn *fn;
-            /* t's deadline is the run's: the test above, or the run
-             * begun at t. */
-            take_due(w, t, run, late, &fn);
-            fn(w, t, late); /* may free t: not touched afterwards */
+            /* On time in the open bucket 0 is the usual case, and costs
+             * nothing more. */
+            run = t->deadline_;
+            late = w->now_ - run;
+            if (late != 0 || w->late_run_ != 0)
+                late_open(w, late);
+            /* The run's fires: the head's deadline is the run's, which is
+             * <= cur_ and nothing but due, so no other test; due_'s own,
+             * ROTA_NEVER, is no run's. */
+            do {
+                fires--;
+                /* The next due timer's miss overlaps with this callback. */
+                __builtin_prefetch(head->next);
+                rota_timer_fn *fn;
+                take_due(w, t, run, late, &fn);
+                fn(w, t, late); /* may free t: not touched afterwards */
+                head = w->due_.link_.next;
+                t = rota_container_of(head, struct rota_timer, link_);
+            } while (t->deadline_ == run && fires != 0);
         }
         /* Unless the limit stopped the loop, it saw no due timer left;
          * then only deferred timers can be due, and end_pass() puts them
@@ -1451,7 +1462,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
             goto fire;
         }
         end_pass(w);
-        more = b.stopped ? work_left(w) : !list_empty(&w->due_);
+        more = b.stopped ? work_left(w) : !list_empty(&w->due_.link_);
         settle_earliest(w, more);
         break;
     }
@@ -1563,8 +1574,8 @@ static uint64_t find_earliest(struct rota_wheel *w)
      * cascade a limited call left half done is finished first (it may add
      * to the due list). */
     for (;;) {
-        while (!list_empty(&w->due_)) {
-            struct rota_timer *t = timer_of(w->due_.next);
+        while (!list_empty(&w->due_.link_)) {
+            struct rota_timer *t = timer_of(w->due_.link_.next);
             if (t->deadline_ <= w->cur_)
                 return t->deadline_;
             spend(w, &all, &all.moves);
@@ -1732,7 +1743,7 @@ static int drain_call(struct rota_wheel *w,
     /* Gather everything first, so that timers fn arms stay armed and a
      * timer fn cancels leaves the batch like any other list. */
     list_init(&batch);
-    list_move_all(&batch, &w->due_);
+    list_move_all(&batch, &w->due_.link_);
     list_move_all(&batch, &w->deferred_);
     list_move_all(&batch, &w->cascade_);
     cascade_close(w);
