@@ -92,7 +92,8 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
         FAIL("the due list's head has a deadline a run of fires can have");
     if (!w->in_pass_ && !list_empty(&w->deferred_))
         FAIL("deferred timers outside a pass");
-    if (check_list(w, &w->due_.link_, 0, NULL, &count, &budget, &earliest, why) ||
+    if (check_list(w, &w->due_.link_, 0, NULL, &count, &budget, &earliest,
+                   why) ||
         check_list(w, &w->deferred_, 0, NULL, &count, &budget, &earliest,
                    why) ||
         check_list(w, &w->cascade_, w->cur_, NULL, &count, &budget, &earliest,
