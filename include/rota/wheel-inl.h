@@ -50,7 +50,11 @@ struct rota_wheel {
     uint64_t cascade_mid_; /* deadlines in [mid, end) of the cascaded slot go
                               to the level below, behind its marks_ */
     struct rota_stats stats_;
-    struct rota_link due_;      /* timers due at cur_, in firing order */
+    /* Timers due at cur_, in firing order, in the list whose head is
+     * due_.link_: due_ is a timer never armed, its deadline ROTA_NEVER
+     * (no run of fires has it), so the fire loop reads the deadline of
+     * the head's next without testing for the head first. */
+    struct rota_timer due_;
     struct rota_link deferred_; /* armed during a pass, due at once */
     struct rota_link cascade_;  /* a slot being filed again, front first */
     /* Slot number level * ROTA_WHEEL_SLOTS + index: its list and its bit. */

@@ -85,9 +85,15 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     uint64_t budget = pending_count(w) + 1;
     if (w->cur_ > w->now_)
         FAIL("cur is after now");
+    /* The fire loop takes a head whose deadline is the run's for a due
+     * timer (wheel.c, advance_pass()): the list's own head must have
+     * none that a run can have. */
+    if (w->due_.deadline_ != ROTA_NEVER)
+        FAIL("the due list's head has a deadline a run of fires can have");
     if (!w->in_pass_ && !list_empty(&w->deferred_))
         FAIL("deferred timers outside a pass");
-    if (check_list(w, &w->due_, 0, NULL, &count, &budget, &earliest, why) ||
+    if (check_list(w, &w->due_.link_, 0, NULL, &count, &budget, &earliest,
+                   why) ||
         check_list(w, &w->deferred_, 0, NULL, &count, &budget, &earliest,
                    why) ||
         check_list(w, &w->cascade_, w->cur_, NULL, &count, &budget, &earliest,
@@ -175,7 +181,7 @@ int rota_wheel_check(const struct rota_wheel *w, const char **why)
     if (w->next_step_ > first_start)
         FAIL("next_step is later than the first occupied slot");
     /* Outside a pass the idle path relies on these two. */
-    if (!w->in_pass_ && !list_empty(&w->due_) && w->next_step_ > w->cur_)
+    if (!w->in_pass_ && !list_empty(&w->due_.link_) && w->next_step_ > w->cur_)
         FAIL("next_step is later than a due timer");
     if (!w->in_pass_ && w->earliest_ != 0 && w->next_step_ > w->earliest_)
         FAIL("next_step is later than the cached earliest deadline");
@@ -244,7 +250,7 @@ static int walk(struct rota_wheel *w, rota_visit_fn *visit, void *arg)
     uint64_t pending = pending_count(w), steps = pending + ROTA_WHEEL_SLOTS;
     if (pending > SIZE_MAX / sizeof(struct rota_timer))
         rota__wheel_corrupt(w, NULL);
-    if (visit_list(w, &w->due_, visit, arg, &steps) ||
+    if (visit_list(w, &w->due_.link_, visit, arg, &steps) ||
         visit_list(w, &w->cascade_, visit, arg, &steps) ||
         visit_list(w, &w->deferred_, visit, arg, &steps))
         return 1;

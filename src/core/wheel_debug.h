@@ -490,8 +490,8 @@ static inline bool debug_registered(const struct rota_wheel *w)
  * report. */
 static inline int debug_check_wheel(const struct rota_wheel *w)
 {
-    const struct rota_link *first = w->due_.next;
-    if (debug_plausible(first) && first->prev == &w->due_)
+    const struct rota_link *first = w->due_.link_.next;
+    if (debug_plausible(first) && first->prev == &w->due_.link_)
         return 0;
     rota__debug_report_wheel(MISUSE_WHEEL_COPIED, w);
     return ROTA_ECORRUPT;

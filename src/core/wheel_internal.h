@@ -261,6 +261,17 @@ static inline uint64_t slot_start(uint64_t cur, unsigned level, unsigned index)
     return (digits | index) << shift;
 }
 
+/* The start of slot number `slot` (see "occupancy" below) as a look finds
+ * it: a level-0 slot, which nearly every look finds, starts at cur's
+ * block of 256 ticks or'ed with its number (three instructions, where
+ * slot_start() takes eleven); a higher one as slot_start() says. */
+static inline uint64_t look_start(uint64_t cur, unsigned slot)
+{
+    if (slot < ROTA_WHEEL_SLOTS)
+        return (cur & ~(uint64_t)LEVEL_MASK) | slot;
+    return slot_start(cur, slot / ROTA_WHEEL_SLOTS, slot % ROTA_WHEEL_SLOTS);
+}
+
 /* One past the last tick of that slot, saturating at UINT64_MAX. */
 static inline uint64_t slot_end(uint64_t start, unsigned level)
 {

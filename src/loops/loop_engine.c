@@ -122,7 +122,7 @@ void rota__loop_reset(struct rota_loop_engine *e)
 int rota__loop_bind(struct rota_loop_engine *e, struct rota_wheel *wheel,
                     const struct rota_clock *clock)
 {
-    if (wheel == NULL || clock == NULL || wheel->due_.next == NULL ||
+    if (wheel == NULL || clock == NULL || wheel->due_.link_.next == NULL ||
         rota_clock_ns(clock, 1) == 0)
         return ROTA_EINVAL;
     e->wheel_ = wheel;

@@ -186,6 +186,29 @@ TEST(wheel_check_catches_arm_min_inside_a_slot)
     CHECK_EQ_INT(rota_timer_cancel(&wheel, &t[0]), 1);
 }
 
+/* The due list's head is a timer that is never armed, whose deadline,
+ * ROTA_NEVER, no run of fires can have: the fire loop ends a run where
+ * the head's deadline is not the run's, without testing for the list's
+ * end.  Any other deadline there would have the loop fire the head. */
+TEST(wheel_check_catches_a_due_head_with_a_deadline)
+{
+    static struct rota_timer t;
+    const char *why;
+
+    rota_wheel_init(&wheel, 100);
+    rota_timer_init(&t, NULL);
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t, 200), 0);
+    CHECK(wheel.due_.deadline_ == ROTA_NEVER);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    wheel.due_.deadline_ = 200; /* the deadline of the run at 200 */
+    CHECK_EQ_INT(check_wheel(&wheel, &why), ROTA_ECORRUPT);
+    CHECK(has(why, "due list's head"));
+    wheel.due_.deadline_ = ROTA_NEVER;
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 200), 1);
+    CHECK_EQ_INT(check_wheel(&wheel, &why), 0);
+}
+
 TEST(wheel_check_catches_timer_in_the_wrong_slot)
 {
     struct rota_timer t;
@@ -288,6 +311,7 @@ int main(int argc, char **argv)
         H_TEST(wheel_check_catches_inline_arm_left_on_in_a_cascade),
         H_TEST(wheel_check_catches_arm_min_too_low),
         H_TEST(wheel_check_catches_arm_min_inside_a_slot),
+        H_TEST(wheel_check_catches_a_due_head_with_a_deadline),
         H_TEST(keyed_check_catches_timers_lost_behind_its_back),
         H_TEST(keyed_check_catches_a_corrupt_wheel),
     };
