@@ -281,6 +281,10 @@ struct table {
 struct rota_keyed {
     struct rota_wheel wheel; /* the entries' timers; see the essay */
     struct table cur;        /* where entries are added */
+    /* cur's first slot and its end while the lean path may probe cur (the
+     * fast hash and a table), else NULL: one test where it tested the
+     * hash and the size, and no end to compute (lean_changed()). */
+    struct slot *lean, *lean_end;
     struct table next;       /* a resize's table, being emptied */
     struct table old;        /* a resize's entries not yet migrated */
     size_t cursor;           /* slots of next emptied, or of old migrated */
@@ -567,6 +571,13 @@ static void free_table(struct rota_keyed *m, struct table *t)
     *t = (struct table){NULL, 0};
 }
 
+/* After cur or the hash changes: the lean path's view of the map. */
+static void lean_changed(struct rota_keyed *m)
+{
+    m->lean = m->sip || m->cur.size == 0 ? NULL : m->cur.slot;
+    m->lean_end = m->lean == NULL ? NULL : m->lean + m->cur.size;
+}
+
 /* One step of a resize (every remaining one for SIZE_MAX steps): empty
  * the next table's slots, then, once it is ready and current, migrate the
  * old table's entries into it in slot order. */
@@ -584,6 +595,7 @@ static void resize_steps(struct rota_keyed *m, size_t steps)
         m->old = m->cur;
         m->cur = m->next;
         m->next = (struct table){NULL, 0};
+        lean_changed(m);
         m->cursor = 0;
         if (steps != SIZE_MAX)
             return;
@@ -679,6 +691,7 @@ static bool room_for_one(struct rota_keyed *m)
         for (size_t i = 0; i < MIN_SLOTS; i++)
             slot[i].hash = 0;
         m->cur = (struct table){slot, MIN_SLOTS};
+        lean_changed(m);
         return true;
     }
     if (m->count + 2 <= m->cur.size)
@@ -725,6 +738,7 @@ static void rehash_with_siphash(struct rota_keyed *m)
     }
     free_table(m, &m->cur);
     m->cur = t;
+    lean_changed(m);
 }
 
 /* find() for the calls that may change the map: track the longest probe
@@ -797,13 +811,14 @@ find_word(const struct rota_keyed *m, uint64_t le, uint64_t word, uint32_t len,
           uint64_t *tag_out, struct slot **end)
 {
     *end = NULL;
-    if (m->sip || m->cur.size == 0)
+    struct slot *const first = m->lean;
+    if (first == NULL)
         return NULL;
     const uint32_t h =
         (uint32_t)rota__fasthash_word(&m->fk, le, len) | OCCUPIED;
     const uint64_t tag = tag_of(h, len);
     *tag_out = tag;
-    struct slot *const first = m->cur.slot, *const last = first + m->cur.size;
+    struct slot *const last = m->lean_end;
     struct slot *s = first + home_of(h, m->cur.size), *found = NULL;
     size_t n = 0;
 
@@ -820,7 +835,7 @@ find_word(const struct rota_keyed *m, uint64_t le, uint64_t word, uint32_t len,
          * any (a relaxed load is a plain load the compiler does not
          * hoist). */
         if (++s == last)
-            s = __atomic_load_n(&m->cur.slot, __ATOMIC_RELAXED);
+            s = __atomic_load_n(&m->lean, __ATOMIC_RELAXED);
     }
     if (__builtin_expect(n > m->longest_probe, 0))
         return NULL;
@@ -1562,6 +1577,7 @@ int rota_keyed_drain(struct rota_keyed *m, rota_keyed_drain_fn *fn, void *arg)
     resize_steps(m, SIZE_MAX);
     struct table t = m->cur;
     m->cur = (struct table){NULL, 0};
+    lean_changed(m);
     m->count = 0;
     m->expiring = 0;
     m->draining = true;
@@ -1693,6 +1709,9 @@ int rota_keyed_check(const struct rota_keyed *m, const char **why)
         FAIL("entries or a resize without a table");
     if (m->next.size != 0 && m->old.size != 0)
         FAIL("a table emptied while another migrates");
+    if (m->lean != (m->sip || m->cur.size == 0 ? NULL : m->cur.slot) ||
+        m->lean_end != (m->lean == NULL ? NULL : m->lean + m->cur.size))
+        FAIL("the lean path's view of the table is stale");
     if (m->next.size != 0 && m->cursor >= m->next.size)
         FAIL("resize state is inconsistent");
     if (m->old.size != 0 && m->cursor >= m->old.size)
