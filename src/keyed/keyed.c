@@ -789,6 +789,16 @@ static inline uint64_t tag_of(uint32_t h, uint32_t len)
     return word;
 }
 
+/* The stored hash in a tag (a slot's first word, tag_of()). */
+static inline uint32_t tag_hash(uint64_t tag)
+{
+    struct {
+        uint32_t hash, key_len;
+    } t;
+    memcpy(&t, &tag, sizeof t);
+    return t.hash;
+}
+
 static inline uint64_t slot_tag(const struct slot *s)
 {
     uint64_t word;
@@ -820,14 +830,18 @@ find_word(const struct rota_keyed *m, uint64_t le, uint64_t word, uint32_t len,
     *tag_out = tag;
     struct slot *const last = m->lean_end;
     struct slot *s = first + home_of(h, m->cur.size), *found = NULL;
-    size_t n = 0;
+    size_t n = 1; /* slots compared, the one at hand included */
 
-    for (;;) {
-        if (s->hash == 0)
-            break;
-        n++;
-        if (slot_tag(s) == tag && s->key.word == word) {
+    /* One load of a slot's first word tests both for the key's tag and
+     * for an empty slot (no tag is 0: OCCUPIED is set in each). */
+    for (;; n++) {
+        const uint64_t t = slot_tag(s);
+        if (t == tag && s->key.word == word) {
             found = s;
+            break;
+        }
+        if (tag_hash(t) == 0) {
+            n--; /* an empty slot is not compared */
             break;
         }
         /* The first slot is read again at the wrap, not kept in a
@@ -1232,6 +1246,16 @@ static inline bool plain_ttl(const struct rota_keyed *m, uint64_t ttl)
            ttl <= ROTA_MAX_DEADLINE - m->wheel.now_;
 }
 
+/* now + ttl for a plain_ttl(): at most ROTA_MAX_DEADLINE, so never
+ * ROTA_NEVER, which the inlined paths then need not test. */
+static inline uint64_t plain_deadline(const struct rota_keyed *m, uint64_t ttl)
+{
+    const uint64_t deadline = m->wheel.now_ + ttl;
+    if (deadline > ROTA_MAX_DEADLINE)
+        __builtin_unreachable();
+    return deadline;
+}
+
 /* rota_keyed_set_in() of a ttl that is not plain_ttl(), off the lean
  * path. */
 static __attribute__((noinline)) int
@@ -1248,7 +1272,7 @@ int rota_keyed_set_in(struct rota_keyed *m, const void *key, size_t key_len,
         return ROTA_EINVAL;
     if (!plain_ttl(m, ttl))
         return set_in_timed(m, key, key_len, value, ttl, old_value);
-    return set_at(m, key, key_len, value, m->wheel.now_ + ttl, old_value);
+    return set_at(m, key, key_len, value, plain_deadline(m, ttl), old_value);
 }
 
 static __attribute__((noinline)) int set_u64_in_timed(struct rota_keyed *m,
@@ -1266,7 +1290,7 @@ int rota_keyed_set_u64_in(struct rota_keyed *m, uint64_t key, void *value,
         return ROTA_EINVAL;
     if (!plain_ttl(m, ttl))
         return set_u64_in_timed(m, key, value, ttl, old_value);
-    return set_u64_at(m, key, value, m->wheel.now_ + ttl, old_value);
+    return set_u64_at(m, key, value, plain_deadline(m, ttl), old_value);
 }
 
 /* move_at()'s general path: any key, any state, the arguments checked. */
@@ -1370,7 +1394,7 @@ int rota_keyed_move_in(struct rota_keyed *m, const void *key, size_t key_len,
         return ROTA_EINVAL;
     if (!plain_ttl(m, ttl))
         return move_in_timed(m, key, key_len, ttl);
-    return move_at(m, key, key_len, m->wheel.now_ + ttl);
+    return move_at(m, key, key_len, plain_deadline(m, ttl));
 }
 
 static __attribute__((noinline)) int
@@ -1385,7 +1409,7 @@ int rota_keyed_move_u64_in(struct rota_keyed *m, uint64_t key, uint64_t ttl)
         return ROTA_EINVAL;
     if (!plain_ttl(m, ttl))
         return move_u64_in_timed(m, key, ttl);
-    return move_u64_at(m, key, m->wheel.now_ + ttl);
+    return move_u64_at(m, key, plain_deadline(m, ttl));
 }
 
 /* Take a found entry out of the map. */
