@@ -283,8 +283,11 @@ struct rota_keyed {
     struct table cur;        /* where entries are added */
     /* cur's first slot and its end while the lean path may probe cur (the
      * fast hash and a table), else NULL: one test where it tested the
-     * hash and the size, and no end to compute (lean_changed()). */
+     * hash and the size, and no end to compute (table_changed()). */
     struct slot *lean, *lean_end;
+    /* resize_work() has nothing to do while count - calm_low <=
+     * calm_span (table_changed()). */
+    size_t calm_low, calm_span;
     struct table next;       /* a resize's table, being emptied */
     struct table old;        /* a resize's entries not yet migrated */
     size_t cursor;           /* slots of next emptied, or of old migrated */
@@ -571,11 +574,33 @@ static void free_table(struct rota_keyed *m, struct table *t)
     *t = (struct table){NULL, 0};
 }
 
-/* After cur or the hash changes: the lean path's view of the map. */
-static void lean_changed(struct rota_keyed *m)
+static inline bool resizing(const struct rota_keyed *m)
 {
-    m->lean = m->sip || m->cur.size == 0 ? NULL : m->cur.slot;
-    m->lean_end = m->lean == NULL ? NULL : m->lean + m->cur.size;
+    return (m->next.size | m->old.size) != 0;
+}
+
+/* The count a table of `size` slots grows past (load 3/4), and the size
+ * it grows to (half as large again, at most MAX_SLOTS; see THE
+ * STRUCTURE). */
+static inline size_t grow_at(size_t size)
+{
+    return size / 4 * 3 + size % 4 * 3 / 4;
+}
+
+/* After the tables or the hash change: the lean path's view of the map,
+ * and the counts between which resize_work() has nothing to do (none
+ * while a resize runs: each call then takes a step). */
+static void table_changed(struct rota_keyed *m)
+{
+    const size_t size = m->cur.size;
+    m->lean = m->sip || size == 0 ? NULL : m->cur.slot;
+    m->lean_end = m->lean == NULL ? NULL : m->lean + size;
+    m->calm_low = size > MIN_SLOTS ? size / 8 : 0;
+    m->calm_span = grow_at(size) - m->calm_low;
+    if (resizing(m)) {
+        m->calm_low = SIZE_MAX;
+        m->calm_span = 0;
+    }
 }
 
 /* One step of a resize (every remaining one for SIZE_MAX steps): empty
@@ -595,7 +620,7 @@ static void resize_steps(struct rota_keyed *m, size_t steps)
         m->old = m->cur;
         m->cur = m->next;
         m->next = (struct table){NULL, 0};
-        lean_changed(m);
+        table_changed(m);
         m->cursor = 0;
         if (steps != SIZE_MAX)
             return;
@@ -616,20 +641,8 @@ static void resize_steps(struct rota_keyed *m, size_t steps)
     if (m->cursor == m->old.size) {
         free_table(m, &m->old);
         m->cursor = 0;
+        table_changed(m);
     }
-}
-
-static inline bool resizing(const struct rota_keyed *m)
-{
-    return (m->next.size | m->old.size) != 0;
-}
-
-/* The count a table of `size` slots grows past (load 3/4), and the size
- * it grows to (half as large again, at most MAX_SLOTS; see THE
- * STRUCTURE). */
-static inline size_t grow_at(size_t size)
-{
-    return size / 4 * 3 + size % 4 * 3 / 4;
 }
 
 static inline size_t grown(size_t size)
@@ -663,15 +676,16 @@ static void maybe_resize(struct rota_keyed *m)
     m->next = (struct table){slot, want};
     m->cursor = 0;
     m->resizes++;
+    table_changed(m);
 }
 
 /* After an insert or a removal: start or continue a resize.  The load
- * test is maybe_resize()'s, inline: most calls have nothing to do. */
+ * test is maybe_resize()'s, as one range compare of the count (the
+ * bounds kept by table_changed()), inline: most calls have nothing to
+ * do. */
 static inline void resize_work(struct rota_keyed *m)
 {
-    const size_t size = m->cur.size;
-    if (!resizing(m) && m->count <= grow_at(size) &&
-        (m->count >= size / 8 || size <= MIN_SLOTS))
+    if (m->count - m->calm_low <= m->calm_span)
         return;
     maybe_resize(m);
     if (resizing(m))
@@ -691,7 +705,7 @@ static bool room_for_one(struct rota_keyed *m)
         for (size_t i = 0; i < MIN_SLOTS; i++)
             slot[i].hash = 0;
         m->cur = (struct table){slot, MIN_SLOTS};
-        lean_changed(m);
+        table_changed(m);
         return true;
     }
     if (m->count + 2 <= m->cur.size)
@@ -738,7 +752,7 @@ static void rehash_with_siphash(struct rota_keyed *m)
     }
     free_table(m, &m->cur);
     m->cur = t;
-    lean_changed(m);
+    table_changed(m);
 }
 
 /* find() for the calls that may change the map: track the longest probe
@@ -989,6 +1003,7 @@ int rota_keyed_create(struct rota_keyed **out,
     m->k0 = rota__sip_load64(seed);
     m->k1 = rota__sip_load64(seed + 8);
     m->fk = rota__fastkey_of(m->k0, m->k1);
+    table_changed(m);
     *out = m;
     return 0;
 }
@@ -1601,7 +1616,7 @@ int rota_keyed_drain(struct rota_keyed *m, rota_keyed_drain_fn *fn, void *arg)
     resize_steps(m, SIZE_MAX);
     struct table t = m->cur;
     m->cur = (struct table){NULL, 0};
-    lean_changed(m);
+    table_changed(m);
     m->count = 0;
     m->expiring = 0;
     m->draining = true;
@@ -1736,6 +1751,11 @@ int rota_keyed_check(const struct rota_keyed *m, const char **why)
     if (m->lean != (m->sip || m->cur.size == 0 ? NULL : m->cur.slot) ||
         m->lean_end != (m->lean == NULL ? NULL : m->lean + m->cur.size))
         FAIL("the lean path's view of the table is stale");
+    if (resizing(m) ? m->calm_low != SIZE_MAX || m->calm_span != 0
+                    : m->calm_low != (m->cur.size > MIN_SLOTS ? m->cur.size / 8
+                                                              : 0) ||
+                          m->calm_low + m->calm_span != grow_at(m->cur.size))
+        FAIL("the resize bounds disagree with the table");
     if (m->next.size != 0 && m->cursor >= m->next.size)
         FAIL("resize state is inconsistent");
     if (m->old.size != 0 && m->cursor >= m->old.size)
