@@ -534,34 +534,37 @@ static inline size_t empty_slot(const struct table *t, uint32_t h)
 static void erase(struct rota_keyed *m, struct slot *s)
 {
     m->count--;
-    if (in_table(&m->old, s)) {
+    if (m->old.size != 0 && in_table(&m->old, s)) {
         s->hash = TOMB;
         return;
     }
     const size_t size = m->cur.size;
     struct slot *const first = m->cur.slot, *const last = first + size;
     struct slot *hole = s, *t = s;
-    size_t j = (size_t)(s - first), gap = 0;
+    /* The index after the hole's (1 to size), and t's distance from the
+     * hole as t walks on. */
+    size_t after = (size_t)(s - first) + 1, gap = 0;
     s->hash = 0;
     for (;;) {
-        /* t walks on from the hole, j its index, gap its distance from
-         * the hole. */
         gap++;
-        if (++t == last) {
+        if (++t == last)
             t = first;
-            j = 0;
-        } else {
-            j++;
-        }
-        if (t->hash == 0)
+        const uint32_t h = t->hash;
+        if (h == 0)
             break;
         /* t may fill the hole unless its home lies in (hole, t], read
-         * cyclically: unless it is nearer to t than the hole is. */
-        size_t home = home_of(t->hash, size);
-        size_t from_home = j >= home ? j - home : j + size - home;
-        if (from_home >= gap) {
+         * cyclically: unless the home is fewer than gap slots past
+         * `after`.  A home before `after` wraps the difference past
+         * size, and adding size brings it back. */
+        size_t d = home_of(h, size) - after;
+        if (d >= size)
+            d += size;
+        if (d >= gap) {
             move_slot(m, t, hole);
             hole = t;
+            after += gap;
+            if (after > size)
+                after -= size;
             gap = 0;
         }
     }
@@ -842,7 +845,6 @@ find_word(const struct rota_keyed *m, uint64_t le, uint64_t word, uint32_t len,
         (uint32_t)rota__fasthash_word(&m->fk, le, len) | OCCUPIED;
     const uint64_t tag = tag_of(h, len);
     *tag_out = tag;
-    struct slot *const last = m->lean_end;
     struct slot *s = first + home_of(h, m->cur.size), *found = NULL;
     size_t n = 1; /* slots compared, the one at hand included */
 
@@ -858,11 +860,11 @@ find_word(const struct rota_keyed *m, uint64_t le, uint64_t word, uint32_t len,
             n--; /* an empty slot is not compared */
             break;
         }
-        /* The first slot is read again at the wrap, not kept in a
-         * register: one register fewer keeps the lean path from saving
-         * any (a relaxed load is a plain load the compiler does not
-         * hoist). */
-        if (++s == last)
+        /* The table's end and, at the wrap, its first slot are read
+         * from the map, not kept in registers: fewer registers keep the
+         * lean path from saving any (a relaxed load is a plain load the
+         * compiler does not hoist). */
+        if (++s == __atomic_load_n(&m->lean_end, __ATOMIC_RELAXED))
             s = __atomic_load_n(&m->lean, __ATOMIC_RELAXED);
     }
     if (__builtin_expect(n > m->longest_probe, 0))
