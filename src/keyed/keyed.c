@@ -136,26 +136,34 @@
  *   goes the general way before anything is read, and the wheel's own
  *   calls inside its inline touch return straight to the caller.
  *
+ *   The lean path tests one pointer for its state (lean: the table's
+ *   first slot, NULL under SipHash or with no table) and reads the
+ *   table's end from the map, and a probe step loads a slot's first
+ *   word once, for the tag compare and the empty test alike.  Insert,
+ *   removal and expiry test the count against two bounds kept with the
+ *   table (table_changed()) to learn that no resize is due.
+ *
  *   Counted with callgrind in W6 at 1e3 keys (8-byte ids through the
- *   _u64 calls, the adapter included), an operation takes 133
- *   instructions (hashed-rounds: 65).  A set of an existing id takes
- *   about 100 of them: entry and exit 25 (three saved registers, the
- *   time source, ttl and state tests), the hash 14, the home slot and
- *   the tag 12, the probe 15 (1.7 slots at load 0.57), the found
- *   entry's tests and stores 14, and the wheel's touch 7 for a later
- *   deadline and 35 for an earlier one (unlinked, then filed by the
- *   wheel's inline arm); an insert (one set in eight here) adds about
- *   110 in set_insert().  The same set through the byte calls takes
- *   about 20 more (the key's length and address tested and loaded, four
- *   saved registers).  A remove takes about 245, 130 of them the
- *   backward shift, which reads on to the end of the cluster (four
- *   slots on average) and moves 0.8 entries, each with a relocate.
- *   What a rounds wheel does not pay for: a seeded hash (its mixer is
- *   unseeded, 9 instructions), a table of any size (a multiply where a
- *   mask would do) of 56-byte slots, the flood detection's probe count,
- *   and the wheel's exact next deadline and counters on each touch and
- *   move (its earlier move is two list operations, rota's a slot
- *   computed from the deadline's level).
+ *   _u64 calls, the adapter included, the seed fixed), an operation
+ *   takes 119 instructions (hashed-rounds: 65): a set 115, a move 90,
+ *   a remove 210 (hashed-rounds 65, 38 and 119).  A set of an id found
+ *   in its home slot, to a later deadline, takes 76: entry and exit 23
+ *   (two saved registers, the time source, ttl and state tests), the
+ *   hash 14, the home slot and the tag 11, the compare 5, the found
+ *   entry's tests and stores 13, and the wheel's touch 10; an earlier
+ *   deadline costs about 35 in the touch (unlinked, then filed by the
+ *   wheel's inline arm), each slot probed past the home 7, and an
+ *   insert (one set in eight here) about 95 in set_insert().  The same
+ *   set through the byte calls takes about 20 more (the key's length
+ *   and address tested and loaded, more saved registers).  A remove's
+ *   backward shift reads on to the end of the cluster (3.8 slots on
+ *   average, 15 instructions each) and moves 0.8 entries, each with a
+ *   relocate.  What a rounds wheel does not pay for: a seeded hash (its
+ *   mixer is unseeded, 9 instructions), a table of any size (a multiply
+ *   where a mask would do) of 56-byte slots, the flood detection's
+ *   probe count, and the wheel's exact next deadline and counters on
+ *   each touch and move (its earlier move is two list operations,
+ *   rota's a slot computed from the deadline's level).
  *
  * THE GUARANTEES AND WHY THEY HOLD
  *   - One live entry per key: the table holds at most one slot per key
@@ -182,10 +190,24 @@
  *   consecutive ids into an arithmetic progression of homes, whose
  *   spacing the seed decides: in a W6 run at 1e3 keys it tripled the
  *   slots probed past the home and doubled the backward shift's work.
+ *   One multiply of the two masked copies of the word, its halves
+ *   folded and the result folded once more by a shift (h ^ h >> 29),
+ *   saves the second multiply (seven instructions and about four cycles
+ *   of the chain to the home slot) and spreads ids as well as a random
+ *   function for most seeds, but not for all: over 256 seeds and three
+ *   table sizes of 1,021 to 2,297 slots at load 3/4, consecutive,
+ *   high-byte, strided and pointer-like ids had a mean successful probe
+ *   of 3.0 to 4.3 slots at the 95th percentile of seeds and 9 to 35 at
+ *   the worst (the two multiplies: 2.8 to 2.9 and 3.4 to 4.0; a random
+ *   function: 2.5 on average).
+ *   One product of two copies of a key that changes in a few bits is
+ *   nearly linear in it, and a fixed fold does not hide the slope the
+ *   seed picks.
  *   The test suite checks the spread of structured keys (consecutive,
- *   high-byte and strided ids, decimal strings) against linear probing.  Measured at a million 8-byte keys,
- *   SipHash made a lookup 15-20% slower: its serial rounds delay the slot
- *   address the next miss needs.  Linear probing makes longer runs than
+ *   high-byte and strided ids, decimal strings) against linear probing,
+ *   and the worst of 64 seeds for ids.  Measured at a million 8-byte
+ *   keys, SipHash made a lookup 15-20% slower: its serial rounds delay
+ *   the slot address the next miss needs.  Linear probing makes longer runs than
  *   chaining at random (a run is a cluster, not a bucket): the longest
  *   probe at load 3/4 was 50 slots at 2^10, 160 at 2^20 and 220 at 2^24
  *   in simulation (about 380 at 2^24 at load 0.8; a growth in steps
@@ -288,9 +310,9 @@ struct rota_keyed {
     /* resize_work() has nothing to do while count - calm_low <=
      * calm_span (table_changed()). */
     size_t calm_low, calm_span;
-    struct table next;       /* a resize's table, being emptied */
-    struct table old;        /* a resize's entries not yet migrated */
-    size_t cursor;           /* slots of next emptied, or of old migrated */
+    struct table next; /* a resize's table, being emptied */
+    struct table old;  /* a resize's entries not yet migrated */
+    size_t cursor;     /* slots of next emptied, or of old migrated */
     bool draining;
     bool advancing;     /* inside rota_keyed_advance(): callbacks may run */
     unsigned in_expire; /* depth of expire callbacks running */
@@ -590,6 +612,16 @@ static inline size_t grow_at(size_t size)
     return size / 4 * 3 + size % 4 * 3 / 4;
 }
 
+/* The fewest entries with nothing for resize_work() to do: below 1/8 of
+ * the table it shrinks (tables above the smallest), and none while a
+ * resize runs (SIZE_MAX, with a span of 0). */
+static size_t calm_low(const struct rota_keyed *m)
+{
+    if (resizing(m))
+        return SIZE_MAX;
+    return m->cur.size > MIN_SLOTS ? m->cur.size / 8 : 0;
+}
+
 /* After the tables or the hash change: the lean path's view of the map,
  * and the counts between which resize_work() has nothing to do (none
  * while a resize runs: each call then takes a step). */
@@ -598,12 +630,8 @@ static void table_changed(struct rota_keyed *m)
     const size_t size = m->cur.size;
     m->lean = m->sip || size == 0 ? NULL : m->cur.slot;
     m->lean_end = m->lean == NULL ? NULL : m->lean + size;
-    m->calm_low = size > MIN_SLOTS ? size / 8 : 0;
-    m->calm_span = grow_at(size) - m->calm_low;
-    if (resizing(m)) {
-        m->calm_low = SIZE_MAX;
-        m->calm_span = 0;
-    }
+    m->calm_low = calm_low(m);
+    m->calm_span = resizing(m) ? 0 : grow_at(size) - m->calm_low;
 }
 
 /* One step of a resize (every remaining one for SIZE_MAX steps): empty
@@ -1753,10 +1781,8 @@ int rota_keyed_check(const struct rota_keyed *m, const char **why)
     if (m->lean != (m->sip || m->cur.size == 0 ? NULL : m->cur.slot) ||
         m->lean_end != (m->lean == NULL ? NULL : m->lean + m->cur.size))
         FAIL("the lean path's view of the table is stale");
-    if (resizing(m) ? m->calm_low != SIZE_MAX || m->calm_span != 0
-                    : m->calm_low != (m->cur.size > MIN_SLOTS ? m->cur.size / 8
-                                                              : 0) ||
-                          m->calm_low + m->calm_span != grow_at(m->cur.size))
+    if (m->calm_low != calm_low(m) ||
+        m->calm_span != (resizing(m) ? 0 : grow_at(m->cur.size) - m->calm_low))
         FAIL("the resize bounds disagree with the table");
     if (m->next.size != 0 && m->cursor >= m->next.size)
         FAIL("resize state is inconsistent");
