@@ -136,26 +136,34 @@
  *   goes the general way before anything is read, and the wheel's own
  *   calls inside its inline touch return straight to the caller.
  *
+ *   The lean path tests one pointer for its state (lean: the table's
+ *   first slot, NULL under SipHash or with no table) and reads the
+ *   table's end from the map, and a probe step loads a slot's first
+ *   word once, for the tag compare and the empty test alike.  Insert,
+ *   removal and expiry test the count against two bounds kept with the
+ *   table (table_changed()) to learn that no resize is due.
+ *
  *   Counted with callgrind in W6 at 1e3 keys (8-byte ids through the
- *   _u64 calls, the adapter included), an operation takes 133
- *   instructions (hashed-rounds: 65).  A set of an existing id takes
- *   about 100 of them: entry and exit 25 (three saved registers, the
- *   time source, ttl and state tests), the hash 14, the home slot and
- *   the tag 12, the probe 15 (1.7 slots at load 0.57), the found
- *   entry's tests and stores 14, and the wheel's touch 7 for a later
- *   deadline and 35 for an earlier one (unlinked, then filed by the
- *   wheel's inline arm); an insert (one set in eight here) adds about
- *   110 in set_insert().  The same set through the byte calls takes
- *   about 20 more (the key's length and address tested and loaded, four
- *   saved registers).  A remove takes about 245, 130 of them the
- *   backward shift, which reads on to the end of the cluster (four
- *   slots on average) and moves 0.8 entries, each with a relocate.
- *   What a rounds wheel does not pay for: a seeded hash (its mixer is
- *   unseeded, 9 instructions), a table of any size (a multiply where a
- *   mask would do) of 56-byte slots, the flood detection's probe count,
- *   and the wheel's exact next deadline and counters on each touch and
- *   move (its earlier move is two list operations, rota's a slot
- *   computed from the deadline's level).
+ *   _u64 calls, the adapter included, the seed fixed), an operation
+ *   takes 119 instructions (hashed-rounds: 65): a set 115, a move 90,
+ *   a remove 210 (hashed-rounds 65, 38 and 119).  A set of an id found
+ *   in its home slot, to a later deadline, takes 76: entry and exit 23
+ *   (two saved registers, the time source, ttl and state tests), the
+ *   hash 14, the home slot and the tag 11, the compare 5, the found
+ *   entry's tests and stores 13, and the wheel's touch 10; an earlier
+ *   deadline costs about 35 in the touch (unlinked, then filed by the
+ *   wheel's inline arm), each slot probed past the home 7, and an
+ *   insert (one set in eight here) about 95 in set_insert().  The same
+ *   set through the byte calls takes about 20 more (the key's length
+ *   and address tested and loaded, more saved registers).  A remove's
+ *   backward shift reads on to the end of the cluster (3.8 slots on
+ *   average, 15 instructions each) and moves 0.8 entries, each with a
+ *   relocate.  What a rounds wheel does not pay for: a seeded hash (its
+ *   mixer is unseeded, 9 instructions), a table of any size (a multiply
+ *   where a mask would do) of 56-byte slots, the flood detection's
+ *   probe count, and the wheel's exact next deadline and counters on
+ *   each touch and move (its earlier move is two list operations,
+ *   rota's a slot computed from the deadline's level).
  *
  * THE GUARANTEES AND WHY THEY HOLD
  *   - One live entry per key: the table holds at most one slot per key
@@ -182,10 +190,24 @@
  *   consecutive ids into an arithmetic progression of homes, whose
  *   spacing the seed decides: in a W6 run at 1e3 keys it tripled the
  *   slots probed past the home and doubled the backward shift's work.
+ *   One multiply of the two masked copies of the word, its halves
+ *   folded and the result folded once more by a shift (h ^ h >> 29),
+ *   saves the second multiply (seven instructions and about four cycles
+ *   of the chain to the home slot) and spreads ids as well as a random
+ *   function for most seeds, but not for all: over 256 seeds and three
+ *   table sizes of 1,021 to 2,297 slots at load 3/4, consecutive,
+ *   high-byte, strided and pointer-like ids had a mean successful probe
+ *   of 3.0 to 4.3 slots at the 95th percentile of seeds and 9 to 35 at
+ *   the worst (the two multiplies: 2.8 to 2.9 and 3.4 to 4.0; a random
+ *   function: 2.5 on average).
+ *   One product of two copies of a key that changes in a few bits is
+ *   nearly linear in it, and a fixed fold does not hide the slope the
+ *   seed picks.
  *   The test suite checks the spread of structured keys (consecutive,
- *   high-byte and strided ids, decimal strings) against linear probing.  Measured at a million 8-byte keys,
- *   SipHash made a lookup 15-20% slower: its serial rounds delay the slot
- *   address the next miss needs.  Linear probing makes longer runs than
+ *   high-byte and strided ids, decimal strings) against linear probing,
+ *   and the worst of 64 seeds for ids.  Measured at a million 8-byte
+ *   keys, SipHash made a lookup 15-20% slower: its serial rounds delay
+ *   the slot address the next miss needs.  Linear probing makes longer runs than
  *   chaining at random (a run is a cluster, not a bucket): the longest
  *   probe at load 3/4 was 50 slots at 2^10, 160 at 2^20 and 220 at 2^24
  *   in simulation (about 380 at 2^24 at load 0.8; a growth in steps
@@ -281,9 +303,16 @@ struct table {
 struct rota_keyed {
     struct rota_wheel wheel; /* the entries' timers; see the essay */
     struct table cur;        /* where entries are added */
-    struct table next;       /* a resize's table, being emptied */
-    struct table old;        /* a resize's entries not yet migrated */
-    size_t cursor;           /* slots of next emptied, or of old migrated */
+    /* cur's first slot and its end while the lean path may probe cur (the
+     * fast hash and a table), else NULL: one test where it tested the
+     * hash and the size, and no end to compute (table_changed()). */
+    struct slot *lean, *lean_end;
+    /* resize_work() has nothing to do while count - calm_low <=
+     * calm_span (table_changed()). */
+    size_t calm_low, calm_span;
+    struct table next; /* a resize's table, being emptied */
+    struct table old;  /* a resize's entries not yet migrated */
+    size_t cursor;     /* slots of next emptied, or of old migrated */
     bool draining;
     bool advancing;     /* inside rota_keyed_advance(): callbacks may run */
     unsigned in_expire; /* depth of expire callbacks running */
@@ -527,34 +556,37 @@ static inline size_t empty_slot(const struct table *t, uint32_t h)
 static void erase(struct rota_keyed *m, struct slot *s)
 {
     m->count--;
-    if (in_table(&m->old, s)) {
+    if (m->old.size != 0 && in_table(&m->old, s)) {
         s->hash = TOMB;
         return;
     }
     const size_t size = m->cur.size;
     struct slot *const first = m->cur.slot, *const last = first + size;
     struct slot *hole = s, *t = s;
-    size_t j = (size_t)(s - first), gap = 0;
+    /* The index after the hole's (1 to size), and t's distance from the
+     * hole as t walks on. */
+    size_t after = (size_t)(s - first) + 1, gap = 0;
     s->hash = 0;
     for (;;) {
-        /* t walks on from the hole, j its index, gap its distance from
-         * the hole. */
         gap++;
-        if (++t == last) {
+        if (++t == last)
             t = first;
-            j = 0;
-        } else {
-            j++;
-        }
-        if (t->hash == 0)
+        const uint32_t h = t->hash;
+        if (h == 0)
             break;
         /* t may fill the hole unless its home lies in (hole, t], read
-         * cyclically: unless it is nearer to t than the hole is. */
-        size_t home = home_of(t->hash, size);
-        size_t from_home = j >= home ? j - home : j + size - home;
-        if (from_home >= gap) {
+         * cyclically: unless the home is fewer than gap slots past
+         * `after`.  A home before `after` wraps the difference past
+         * size, and adding size brings it back. */
+        size_t d = home_of(h, size) - after;
+        if (d >= size)
+            d += size;
+        if (d >= gap) {
             move_slot(m, t, hole);
             hole = t;
+            after += gap;
+            if (after > size)
+                after -= size;
             gap = 0;
         }
     }
@@ -565,6 +597,41 @@ static void free_table(struct rota_keyed *m, struct table *t)
     if (t->size != 0)
         mem_free(m, t->slot, t->size * sizeof *t->slot);
     *t = (struct table){NULL, 0};
+}
+
+static inline bool resizing(const struct rota_keyed *m)
+{
+    return (m->next.size | m->old.size) != 0;
+}
+
+/* The count a table of `size` slots grows past (load 3/4), and the size
+ * it grows to (half as large again, at most MAX_SLOTS; see THE
+ * STRUCTURE). */
+static inline size_t grow_at(size_t size)
+{
+    return size / 4 * 3 + size % 4 * 3 / 4;
+}
+
+/* The fewest entries with nothing for resize_work() to do: below 1/8 of
+ * the table it shrinks (tables above the smallest), and none while a
+ * resize runs (SIZE_MAX, with a span of 0). */
+static size_t calm_low(const struct rota_keyed *m)
+{
+    if (resizing(m))
+        return SIZE_MAX;
+    return m->cur.size > MIN_SLOTS ? m->cur.size / 8 : 0;
+}
+
+/* After the tables or the hash change: the lean path's view of the map,
+ * and the counts between which resize_work() has nothing to do (none
+ * while a resize runs: each call then takes a step). */
+static void table_changed(struct rota_keyed *m)
+{
+    const size_t size = m->cur.size;
+    m->lean = m->sip || size == 0 ? NULL : m->cur.slot;
+    m->lean_end = m->lean == NULL ? NULL : m->lean + size;
+    m->calm_low = calm_low(m);
+    m->calm_span = resizing(m) ? 0 : grow_at(size) - m->calm_low;
 }
 
 /* One step of a resize (every remaining one for SIZE_MAX steps): empty
@@ -584,6 +651,7 @@ static void resize_steps(struct rota_keyed *m, size_t steps)
         m->old = m->cur;
         m->cur = m->next;
         m->next = (struct table){NULL, 0};
+        table_changed(m);
         m->cursor = 0;
         if (steps != SIZE_MAX)
             return;
@@ -604,20 +672,8 @@ static void resize_steps(struct rota_keyed *m, size_t steps)
     if (m->cursor == m->old.size) {
         free_table(m, &m->old);
         m->cursor = 0;
+        table_changed(m);
     }
-}
-
-static inline bool resizing(const struct rota_keyed *m)
-{
-    return (m->next.size | m->old.size) != 0;
-}
-
-/* The count a table of `size` slots grows past (load 3/4), and the size
- * it grows to (half as large again, at most MAX_SLOTS; see THE
- * STRUCTURE). */
-static inline size_t grow_at(size_t size)
-{
-    return size / 4 * 3 + size % 4 * 3 / 4;
 }
 
 static inline size_t grown(size_t size)
@@ -651,15 +707,16 @@ static void maybe_resize(struct rota_keyed *m)
     m->next = (struct table){slot, want};
     m->cursor = 0;
     m->resizes++;
+    table_changed(m);
 }
 
 /* After an insert or a removal: start or continue a resize.  The load
- * test is maybe_resize()'s, inline: most calls have nothing to do. */
+ * test is maybe_resize()'s, as one range compare of the count (the
+ * bounds kept by table_changed()), inline: most calls have nothing to
+ * do. */
 static inline void resize_work(struct rota_keyed *m)
 {
-    const size_t size = m->cur.size;
-    if (!resizing(m) && m->count <= grow_at(size) &&
-        (m->count >= size / 8 || size <= MIN_SLOTS))
+    if (m->count - m->calm_low <= m->calm_span)
         return;
     maybe_resize(m);
     if (resizing(m))
@@ -679,6 +736,7 @@ static bool room_for_one(struct rota_keyed *m)
         for (size_t i = 0; i < MIN_SLOTS; i++)
             slot[i].hash = 0;
         m->cur = (struct table){slot, MIN_SLOTS};
+        table_changed(m);
         return true;
     }
     if (m->count + 2 <= m->cur.size)
@@ -725,6 +783,7 @@ static void rehash_with_siphash(struct rota_keyed *m)
     }
     free_table(m, &m->cur);
     m->cur = t;
+    table_changed(m);
 }
 
 /* find() for the calls that may change the map: track the longest probe
@@ -775,6 +834,16 @@ static inline uint64_t tag_of(uint32_t h, uint32_t len)
     return word;
 }
 
+/* The stored hash in a tag (a slot's first word, tag_of()). */
+static inline uint32_t tag_hash(uint64_t tag)
+{
+    struct {
+        uint32_t hash, key_len;
+    } t;
+    memcpy(&t, &tag, sizeof t);
+    return t.hash;
+}
+
 static inline uint64_t slot_tag(const struct slot *s)
 {
     uint64_t word;
@@ -797,30 +866,34 @@ find_word(const struct rota_keyed *m, uint64_t le, uint64_t word, uint32_t len,
           uint64_t *tag_out, struct slot **end)
 {
     *end = NULL;
-    if (m->sip || m->cur.size == 0)
+    struct slot *const first = m->lean;
+    if (first == NULL)
         return NULL;
     const uint32_t h =
         (uint32_t)rota__fasthash_word(&m->fk, le, len) | OCCUPIED;
     const uint64_t tag = tag_of(h, len);
     *tag_out = tag;
-    struct slot *const first = m->cur.slot, *const last = first + m->cur.size;
     struct slot *s = first + home_of(h, m->cur.size), *found = NULL;
-    size_t n = 0;
+    size_t n = 1; /* slots compared, the one at hand included */
 
-    for (;;) {
-        if (s->hash == 0)
-            break;
-        n++;
-        if (slot_tag(s) == tag && s->key.word == word) {
+    /* One load of a slot's first word tests both for the key's tag and
+     * for an empty slot (no tag is 0: OCCUPIED is set in each). */
+    for (;; n++) {
+        const uint64_t t = slot_tag(s);
+        if (t == tag && s->key.word == word) {
             found = s;
             break;
         }
-        /* The first slot is read again at the wrap, not kept in a
-         * register: one register fewer keeps the lean path from saving
-         * any (a relaxed load is a plain load the compiler does not
-         * hoist). */
-        if (++s == last)
-            s = __atomic_load_n(&m->cur.slot, __ATOMIC_RELAXED);
+        if (tag_hash(t) == 0) {
+            n--; /* an empty slot is not compared */
+            break;
+        }
+        /* The table's end and, at the wrap, its first slot are read
+         * from the map, not kept in registers: fewer registers keep the
+         * lean path from saving any (a relaxed load is a plain load the
+         * compiler does not hoist). */
+        if (++s == __atomic_load_n(&m->lean_end, __ATOMIC_RELAXED))
+            s = __atomic_load_n(&m->lean, __ATOMIC_RELAXED);
     }
     if (__builtin_expect(n > m->longest_probe, 0))
         return NULL;
@@ -960,6 +1033,7 @@ int rota_keyed_create(struct rota_keyed **out,
     m->k0 = rota__sip_load64(seed);
     m->k1 = rota__sip_load64(seed + 8);
     m->fk = rota__fastkey_of(m->k0, m->k1);
+    table_changed(m);
     *out = m;
     return 0;
 }
@@ -1217,6 +1291,16 @@ static inline bool plain_ttl(const struct rota_keyed *m, uint64_t ttl)
            ttl <= ROTA_MAX_DEADLINE - m->wheel.now_;
 }
 
+/* now + ttl for a plain_ttl(): at most ROTA_MAX_DEADLINE, so never
+ * ROTA_NEVER, which the inlined paths then need not test. */
+static inline uint64_t plain_deadline(const struct rota_keyed *m, uint64_t ttl)
+{
+    const uint64_t deadline = m->wheel.now_ + ttl;
+    if (deadline > ROTA_MAX_DEADLINE)
+        __builtin_unreachable();
+    return deadline;
+}
+
 /* rota_keyed_set_in() of a ttl that is not plain_ttl(), off the lean
  * path. */
 static __attribute__((noinline)) int
@@ -1233,7 +1317,7 @@ int rota_keyed_set_in(struct rota_keyed *m, const void *key, size_t key_len,
         return ROTA_EINVAL;
     if (!plain_ttl(m, ttl))
         return set_in_timed(m, key, key_len, value, ttl, old_value);
-    return set_at(m, key, key_len, value, m->wheel.now_ + ttl, old_value);
+    return set_at(m, key, key_len, value, plain_deadline(m, ttl), old_value);
 }
 
 static __attribute__((noinline)) int set_u64_in_timed(struct rota_keyed *m,
@@ -1251,7 +1335,7 @@ int rota_keyed_set_u64_in(struct rota_keyed *m, uint64_t key, void *value,
         return ROTA_EINVAL;
     if (!plain_ttl(m, ttl))
         return set_u64_in_timed(m, key, value, ttl, old_value);
-    return set_u64_at(m, key, value, m->wheel.now_ + ttl, old_value);
+    return set_u64_at(m, key, value, plain_deadline(m, ttl), old_value);
 }
 
 /* move_at()'s general path: any key, any state, the arguments checked. */
@@ -1355,7 +1439,7 @@ int rota_keyed_move_in(struct rota_keyed *m, const void *key, size_t key_len,
         return ROTA_EINVAL;
     if (!plain_ttl(m, ttl))
         return move_in_timed(m, key, key_len, ttl);
-    return move_at(m, key, key_len, m->wheel.now_ + ttl);
+    return move_at(m, key, key_len, plain_deadline(m, ttl));
 }
 
 static __attribute__((noinline)) int
@@ -1370,7 +1454,7 @@ int rota_keyed_move_u64_in(struct rota_keyed *m, uint64_t key, uint64_t ttl)
         return ROTA_EINVAL;
     if (!plain_ttl(m, ttl))
         return move_u64_in_timed(m, key, ttl);
-    return move_u64_at(m, key, m->wheel.now_ + ttl);
+    return move_u64_at(m, key, plain_deadline(m, ttl));
 }
 
 /* Take a found entry out of the map. */
@@ -1562,6 +1646,7 @@ int rota_keyed_drain(struct rota_keyed *m, rota_keyed_drain_fn *fn, void *arg)
     resize_steps(m, SIZE_MAX);
     struct table t = m->cur;
     m->cur = (struct table){NULL, 0};
+    table_changed(m);
     m->count = 0;
     m->expiring = 0;
     m->draining = true;
@@ -1693,6 +1778,12 @@ int rota_keyed_check(const struct rota_keyed *m, const char **why)
         FAIL("entries or a resize without a table");
     if (m->next.size != 0 && m->old.size != 0)
         FAIL("a table emptied while another migrates");
+    if (m->lean != (m->sip || m->cur.size == 0 ? NULL : m->cur.slot) ||
+        m->lean_end != (m->lean == NULL ? NULL : m->lean + m->cur.size))
+        FAIL("the lean path's view of the table is stale");
+    if (m->calm_low != calm_low(m) ||
+        m->calm_span != (resizing(m) ? 0 : grow_at(m->cur.size) - m->calm_low))
+        FAIL("the resize bounds disagree with the table");
     if (m->next.size != 0 && m->cursor >= m->next.size)
         FAIL("resize state is inconsistent");
     if (m->old.size != 0 && m->cursor >= m->old.size)
