@@ -1110,12 +1110,13 @@ static bool next_period(const struct rota_wheel *w,
                         const struct rota_periodic *p, uint64_t fired,
                         uint64_t *next)
 {
-    uint64_t period = p->period_;
+    uint64_t period = rota__sched_period(p->sched_);
+    enum rota_missed missed = rota__sched_missed(p->sched_);
     uint64_t late = w->now_ - fired; /* fired <= now: it came due */
 
-    if (late < period || p->missed_ == ROTA_MISSED_BURST)
+    if (late < period || missed == ROTA_MISSED_BURST)
         return add_deadline(fired, period, next);
-    if (p->missed_ == ROTA_MISSED_DELAY)
+    if (missed == ROTA_MISSED_DELAY)
         return add_deadline(w->now_, period, next);
     /* ROTA_MISSED_SKIP: fired + k * period, k = late / period + 1 >= 2. */
     uint64_t k = late / period + 1;
@@ -1146,7 +1147,7 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
         return;
     }
     struct rota_periodic *p = periodic_of(t);
-    uint64_t period = p->period_;
+    uint64_t period = rota__sched_period(p->sched_);
     *fn = p->fn_;
     /* Fired on time, every policy continues the schedule at fired +
      * period: no division.  That sum is filed as the inline arm files
@@ -1163,14 +1164,15 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
         /* On time with a sum that is right, `next` stands; else the
          * policy decides, or the schedule ends. */
         bool on_time = late == 0 && period - 1 < ROTA_MAX_DEADLINE - fired;
-        if (!on_time && (period == 0 || !next_period(w, p, fired, &next))) {
+        uint64_t later = next; /* its own: `next` stays in a register */
+        if (!on_time && (period == 0 || !next_period(w, p, fired, &later))) {
             w->stats_.fired++; /* the schedule ends: a last fire */
             set_idle(t);
             return;
         }
-        t->deadline_ = next;
-        if (next >= w->arm_min_) /* not due, not in a cascade: as above */
-            place_later(w, t, next, w->cur_);
+        t->deadline_ = later;
+        if (later >= w->arm_min_) /* not due, not in a cascade: as above */
+            place_later(w, t, later, w->cur_);
         else
             file_timer(w, t);
     }
@@ -1779,9 +1781,8 @@ void rota_periodic_init(struct rota_periodic *p, rota_timer_fn *fn)
     rota_timer_init(&p->timer, rota__periodic_fire);
     if (timer_fn(&p->timer) != rota__periodic_fire)
         return; /* a debug build refused: p->timer is left as it was */
-    p->period_ = 0;
+    p->sched_ = rota__sched(0, ROTA_MISSED_SKIP);
     p->fn_ = fn != NULL ? fn : fire_nothing;
-    p->missed_ = ROTA_MISSED_SKIP;
 }
 
 /* Where a periodic timer's callback goes: the wheel calls the caller's own
@@ -1863,11 +1864,11 @@ int rota_periodic_arm_at(struct rota_wheel *w, struct rota_periodic *p,
     int rc = check_timer(w, &p->timer);
     if (rc != 0)
         return rc;
-    if (period == 0 || (unsigned)missed > ROTA_MISSED_DELAY ||
+    if (period == 0 || period > ROTA_MAX_PERIOD ||
+        (unsigned)missed > ROTA_MISSED_DELAY ||
         timer_fn(&p->timer) != rota__periodic_fire)
         return ROTA_EINVAL;
-    p->period_ = period;
-    p->missed_ = (uint8_t)missed;
+    p->sched_ = rota__sched(period, missed);
     arm_at(w, &p->timer, clamp_deadline(w, first_deadline));
     return 0;
 }
@@ -1975,9 +1976,8 @@ int rota_timer_relocate(struct rota_wheel *w, struct rota_timer *from,
     *to = *from;
     if (timer_fn(from) == rota__periodic_fire) { /* its schedule too */
         struct rota_periodic *pf = periodic_of(from), *pt = periodic_of(to);
-        pt->period_ = pf->period_;
+        pt->sched_ = pf->sched_;
         pt->fn_ = pf->fn_;
-        pt->missed_ = pf->missed_;
     }
     if (timer_pending(to)) {
         /* Every list is circular with a head, so both neighbours exist
