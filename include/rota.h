@@ -240,9 +240,9 @@
  *   header was found at build time.  A normal build (ROTA_DEBUG off) has
  *   none of this: its code is the same as if the option did not exist.
  *
- * SIZES (64-bit; on i386 24 bytes, 40 and about 18 KiB)
+ * SIZES (64-bit; on i386 24 bytes, 36 and about 18 KiB)
  *   sizeof(struct rota_timer) == 32 bytes (links, deadline, callback): a
- *   million timers in 32 MiB; sizeof(struct rota_periodic) == 56;
+ *   million timers in 32 MiB; sizeof(struct rota_periodic) == 48;
  *   sizeof(struct rota_wheel) is about 37 KiB (8 levels x 256 slot heads,
  *   256 cascade marks, bitmaps and counters).
  */
@@ -321,6 +321,9 @@ struct rota_allocator {
 
 /* The latest deadline a timer can have; later ones saturate to it. */
 #define ROTA_MAX_DEADLINE (UINT64_MAX - 1)
+/* The longest period a periodic timer can have, 2^62 - 1 ticks (146 years
+ * of nanosecond ticks): a longer one is ROTA_EINVAL. */
+#define ROTA_MAX_PERIOD (UINT64_MAX >> 2)
 /* Returned by rota_wheel_next_deadline() when no timer is pending. */
 #define ROTA_NEVER UINT64_MAX
 
@@ -403,10 +406,11 @@ struct rota_timer {
  */
 struct rota_periodic {
     struct rota_timer timer;
-    /* private */
-    uint64_t period_;
+    /* private.  48 bytes on 64-bit targets: a fire reads the timer and
+     * these two words, and a 56-byte struct put most of an array's
+     * elements across two cache lines. */
+    uint64_t sched_;    /* period << 2 | enum rota_missed (rota__sched()) */
     rota_timer_fn *fn_; /* the caller's callback */
-    uint8_t missed_;    /* enum rota_missed */
 };
 
 /* Recover the object that embeds `ptr` as its `member`. */
@@ -463,9 +467,9 @@ ROTA_API void rota_periodic_init(struct rota_periodic *periodic,
  * would pass ROTA_MAX_DEADLINE ends after its last fire).
  * rota_timer_arm_at() and rota_timer_touch_at() of periodic->timer move
  * its next fire and keep the period and policy: the schedule continues from
- * the new deadline.  0, or ROTA_EINVAL (period 0, bad policy, or memory
- * that rota_periodic_init() did not prepare) and the errors of
- * rota_timer_arm_at().
+ * the new deadline.  0, or ROTA_EINVAL (period 0 or above ROTA_MAX_PERIOD,
+ * bad policy, or memory that rota_periodic_init() did not prepare) and the
+ * errors of rota_timer_arm_at().
  *
  * Catching up costs O(1) per fire, however many points were missed: after a
  * jump of time (a process stopped, a suspend, a clock stepped forward by

@@ -203,8 +203,9 @@
  *
  * ERRORS
  *   Negative ROTA_E* codes from rota.h: ROTA_EINVAL (NULL service or
- *   function, bad config, period 0, bad policy), ROTA_ENOENT (touch of a
- *   timer that is not pending), ROTA_EAGAIN (max_pending reached),
+ *   function, bad config, period 0 or over ROTA_MAX_PERIOD ticks, bad
+ *   policy), ROTA_ENOENT (touch of a timer that is not pending),
+ *   ROTA_EAGAIN (max_pending reached),
  *   ROTA_ESHUTDOWN (after stop), ROTA_EDEADLK (see above), ROTA_ENOMEM,
  *   ROTA_ESYS (a thread or clock could not be set up), ROTA_ENOTSUP (a
  *   clock this system lacks), ROTA_EFORK (a child's copy, see FORK),
@@ -451,7 +452,8 @@ ROTA_API int rota_service_arm_at(struct rota_service *svc, uint64_t deadline_ns,
  * the schedule: under BURST, boundaries of the new schedule that come due
  * while runs of the old one still wait are folded too, so every run is told
  * a deadline that really came due.  0, or
- * ROTA_EINVAL (period 0, bad policy), and the errors of rota_service_arm_in().
+ * ROTA_EINVAL (period 0 or over ROTA_MAX_PERIOD ticks, bad policy), and the
+ * errors of rota_service_arm_in().
  */
 ROTA_API int rota_service_arm_periodic_in(struct rota_service *svc,
                                           uint64_t first_delay_ns,

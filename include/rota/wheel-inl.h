@@ -77,6 +77,23 @@ struct rota_wheel {
  * the first page, which no C object occupies).  Private. */
 #define ROTA__IDLE ((struct rota_link *)(uintptr_t)5u)
 
+/* Private: struct rota_periodic's schedule word, sched_: the period (at
+ * most ROTA_MAX_PERIOD) above two bits that hold the policy.  The period
+ * is read on every fire, the policy only by a late one. */
+#define ROTA__MISSED_BITS 2u
+static inline uint64_t rota__sched(uint64_t period, enum rota_missed missed)
+{
+    return period << ROTA__MISSED_BITS | (uint64_t)missed;
+}
+static inline uint64_t rota__sched_period(uint64_t sched)
+{
+    return sched >> ROTA__MISSED_BITS;
+}
+static inline enum rota_missed rota__sched_missed(uint64_t sched)
+{
+    return (enum rota_missed)(sched & ((1u << ROTA__MISSED_BITS) - 1u));
+}
+
 /* Private, for the inline functions: a list the caller just emptied by
  * unlinking its last timer; clears the slot's occupancy bit if `head` is a
  * slot's list. */

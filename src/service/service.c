@@ -389,8 +389,7 @@ arm(struct rota_service *svc, uint64_t deadline, uint64_t period,
     r->fn = fn;
     r->arg = arg;
     if (period != 0) { /* a one-shot arm leaves the second line alone */
-        r->pt.period_ = period;
-        r->pt.missed_ = (uint8_t)missed;
+        r->pt.sched_ = rota__sched(period, missed);
     }
     atomic_store_explicit(&r->shard, home, memory_order_relaxed);
     atomic_store_explicit(&r->word,
@@ -435,8 +434,11 @@ int rota_service_arm_periodic_at(struct rota_service *svc,
     if (svc == NULL || fn == NULL || period_ns == 0 ||
         (unsigned)missed > ROTA_MISSED_DELAY)
         return ROTA_EINVAL;
-    return arm(svc, ns_to_ticks_ceil(svc, first_deadline_ns),
-               ns_to_ticks_ceil(svc, period_ns), missed, fn, arg, out);
+    uint64_t period = ns_to_ticks_ceil(svc, period_ns);
+    if (period > ROTA_MAX_PERIOD) /* the core's limit */
+        return ROTA_EINVAL;
+    return arm(svc, ns_to_ticks_ceil(svc, first_deadline_ns), period, missed,
+               fn, arg, out);
 }
 
 int rota_service_arm_periodic_in(struct rota_service *svc,
@@ -447,8 +449,11 @@ int rota_service_arm_periodic_in(struct rota_service *svc,
     if (svc == NULL || fn == NULL || period_ns == 0 ||
         (unsigned)missed > ROTA_MISSED_DELAY)
         return ROTA_EINVAL;
-    return arm(svc, deadline_after(svc, first_delay_ns),
-               ns_to_ticks_ceil(svc, period_ns), missed, fn, arg, out);
+    uint64_t period = ns_to_ticks_ceil(svc, period_ns);
+    if (period > ROTA_MAX_PERIOD) /* the core's limit */
+        return ROTA_EINVAL;
+    return arm(svc, deadline_after(svc, first_delay_ns), period, missed, fn,
+               arg, out);
 }
 
 /* -------------------------------------------------------- touch, cancel */

@@ -101,8 +101,8 @@ static inline bool is_free(uint64_t w)
  * band list's neighbours are written on their first lines too).  The
  * second line is the wheel's: the timer, which a record enters shortly
  * before it fires, and `due`.  The timer is a periodic one (rota.h,
- * struct rota_periodic); only a periodic record's pt.period_ and
- * pt.missed_ mean anything (its period in ticks and its policy), set at
+ * struct rota_periodic); only a periodic record's pt.sched_ means
+ * anything (its period in ticks and its policy: rota__sched()), set at
  * arm: a one-shot arm writes nothing on the second line, and whether a
  * record is periodic is read from F_PERIODIC in its word. */
 struct rec {

@@ -421,11 +421,11 @@ int rota__service_check_all(struct rota_service *svc, const char **why)
         bool staged = r->sband != STAGE_NONE;
         bool wheeled_here = rota_timer_pending(&r->pt.timer);
         bool filed = wheeled_here || staged;
-        /* A one-shot arm leaves pt.period_ to the wheel's filing (struct
-         * rec): in the wheel, a one-shot record with a period would be
-         * fired again by the core. */
-        bool period_left =
-            wheeled_here && !(w & F_PERIODIC) && r->pt.period_ != 0;
+        /* A one-shot arm leaves the period in pt.sched_ to the wheel's
+         * filing (struct rec): in the wheel, a one-shot record with a
+         * period would be fired again by the core. */
+        bool period_left = wheeled_here && !(w & F_PERIODIC) &&
+                           rota__sched_period(r->pt.sched_) != 0;
         rota__unlock(&sh->mu);
         if (period_left)
             BAD("one-shot timer in the wheel with a period");

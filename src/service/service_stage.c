@@ -219,18 +219,20 @@ void rota__service_unstage(struct shard *sh, struct rec *r)
 }
 
 /* Put the record into the wheel.  A one-shot arm writes nothing on the
- * record's second line (struct rec), so a one-shot record's pt.period_ is
- * cleared here, where that line is written anyway: the core fires the
- * timer of a struct rota_periodic once only while its period_ is 0, and a
- * record that was periodic in an earlier generation still has one. */
+ * record's second line (struct rec), so a one-shot record's period (in
+ * pt.sched_) is cleared here, where that line is written anyway: the core
+ * fires the timer of a struct rota_periodic once only while its period is
+ * 0, and a record that was periodic in an earlier generation still has
+ * one. */
 static void wheel_file(struct shard *sh, struct rec *r, uint64_t deadline)
 {
     if (rec_periodic(r)) {
-        rota_periodic_arm_at(&sh->wheel, &r->pt, deadline, r->pt.period_,
-                             (enum rota_missed)r->pt.missed_);
+        rota_periodic_arm_at(&sh->wheel, &r->pt, deadline,
+                             rota__sched_period(r->pt.sched_),
+                             rota__sched_missed(r->pt.sched_));
         return;
     }
-    r->pt.period_ = 0;
+    r->pt.sched_ = rota__sched(0, ROTA_MISSED_SKIP);
     rota_timer_arm_at(&sh->wheel, &r->pt.timer, deadline);
 }
 

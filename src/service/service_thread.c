@@ -72,8 +72,9 @@ void rota__service_on_fire(struct rota_wheel *wheel, struct rota_timer *timer,
          * others (SKIP, DELAY, or the first boundary after a touch) are
          * folded into the fire already waiting. */
         if (owed != 0 &&
-            (r->pt.missed_ != ROTA_MISSED_BURST || owed == OWED_MAX ||
-             deadline != r->last_fire + r->pt.period_)) {
+            (rota__sched_missed(r->pt.sched_) != ROTA_MISSED_BURST ||
+             owed == OWED_MAX ||
+             deadline != r->last_fire + rota__sched_period(r->pt.sched_))) {
             bump(&svc->ts[0].merged, 1);
             return;
         }
@@ -135,7 +136,8 @@ static void work(struct rota_service *svc, struct rec *r, struct tstats *ts)
     uint32_t gen = gen_of(w);
     for (;;) {
         if (owed_of(nw) != 0) /* BURST: the next owed fire is a period on */
-            atomic_store_explicit(&r->due, deadline + r->pt.period_,
+            atomic_store_explicit(&r->due,
+                                  deadline + rota__sched_period(r->pt.sched_),
                                   memory_order_relaxed);
         invoke(svc, r, gen, deadline, ts);
         /* Take the next owed fire, or stop running. */

@@ -51,10 +51,10 @@ TEST(sizes_as_documented)
 {
 #if UINTPTR_MAX > 0xffffffffu
     CHECK_EQ_U64(sizeof(struct rota_timer), 32);
-    CHECK_EQ_U64(sizeof(struct rota_periodic), 56);
+    CHECK_EQ_U64(sizeof(struct rota_periodic), 48);
 #else
     CHECK(sizeof(struct rota_timer) <= 24);
-    CHECK(sizeof(struct rota_periodic) <= 40);
+    CHECK(sizeof(struct rota_periodic) <= 36);
 #endif
     /* The slot heads and the cascade marks are most of it: 2,048 + 256
      * links (37 KiB in all on a 64-bit target, about 18 KiB on a 32-bit

@@ -3,7 +3,8 @@
  * test_wheel_periodic.c - unit tests of the core wheel (rota.h) on a fake
  * clock: periodic timers: no drift, the missed-tick policies (SKIP,
  * BURST, DELAY) by lateness and on boundaries, the end of the schedule
- * at ROTA_MAX_DEADLINE, re-arm and touch keeping the period.
+ * at ROTA_MAX_DEADLINE, the longest period, re-arm and touch keeping the
+ * period.
  * Shared fixture: wheel_fixture.h.  rota_wheel_check() runs after the
  * operations.  Nothing sleeps: time is whatever the test passes in.
  */
@@ -162,10 +163,13 @@ TEST(periodic_schedule_ends_at_max_deadline)
         CHECK_WHEEL(&wheel);
     }
     /* A period so large that the first fire is the last. */
+    uint64_t last = ROTA_MAX_DEADLINE - ROTA_MAX_PERIOD + 1;
     new_wheel(&wheel, 0);
-    rota_periodic_arm_at(&wheel, &a.per, 5, UINT64_MAX, ROTA_MISSED_BURST);
+    CHECK_EQ_INT(rota_periodic_arm_at(&wheel, &a.per, last, ROTA_MAX_PERIOD,
+                                      ROTA_MISSED_BURST),
+                 0);
     log_reset();
-    CHECK_EQ_INT(rota_wheel_advance(&wheel, 5), 1);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, last), 1);
     CHECK(!ent[0].pending);
     CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
     /* BURST that reaches the end inside one call. */
@@ -214,6 +218,45 @@ TEST(periodic_on_time_sum_edges)
         CHECK(!ent[0].pending);
         CHECK_EQ_U64(rota_wheel_count(&wheel), 0);
         CHECK_EQ_INT(rota_wheel_advance(&wheel, 1000), 0);
+        CHECK_WHEEL(&wheel);
+    }
+}
+
+/* The longest period, ROTA_MAX_PERIOD, is kept exactly beside each
+ * policy (struct rota_periodic holds both in one word); one tick longer
+ * is refused.  First 10, period P: on time the next is 10 + P; then
+ * advanced to 10 + 2P + 5, P + 5 late, SKIP goes on at 10 + 3P, BURST
+ * fires twice and goes on there too, DELAY restarts at now + P. */
+TEST(periodic_longest_period_and_policy_kept)
+{
+    const uint64_t p = ROTA_MAX_PERIOD, now = 10 + 2 * p + 5;
+    static const struct {
+        enum rota_missed policy;
+        int fires;
+    } cases[] = {
+        {ROTA_MISSED_SKIP, 1}, {ROTA_MISSED_BURST, 2}, {ROTA_MISSED_DELAY, 1}};
+    struct tn a;
+
+    CHECK_EQ_U64(ROTA_MAX_PERIOD, (UINT64_C(1) << 62) - 1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        new_wheel(&wheel, 0);
+        tn_init(&a, 0);
+        CHECK_EQ_INT(
+            rota_periodic_arm_at(&wheel, &a.per, 10, p + 1, cases[i].policy),
+            ROTA_EINVAL);
+        CHECK_EQ_INT(rota_periodic_arm_at(&wheel, &a.per, 10, UINT64_MAX,
+                                          cases[i].policy),
+                     ROTA_EINVAL);
+        CHECK(!rota_timer_pending(&a.per.timer));
+        CHECK_EQ_INT(
+            rota_periodic_arm_at(&wheel, &a.per, 10, p, cases[i].policy), 0);
+        log_reset();
+        CHECK_EQ_INT(rota_wheel_advance(&wheel, 10), 1);
+        CHECK_EQ_U64(rota_timer_deadline(&a.per.timer), 10 + p);
+        CHECK_EQ_INT(rota_wheel_advance(&wheel, now), cases[i].fires);
+        CHECK_EQ_U64(rota_timer_deadline(&a.per.timer),
+                     cases[i].policy == ROTA_MISSED_DELAY ? now + p
+                                                          : 10 + 3 * p);
         CHECK_WHEEL(&wheel);
     }
 }
@@ -278,6 +321,7 @@ int main(int argc, char **argv)
         H_TEST(periodic_skip_on_boundary),
         H_TEST(periodic_schedule_ends_at_max_deadline),
         H_TEST(periodic_on_time_sum_edges),
+        H_TEST(periodic_longest_period_and_policy_kept),
         H_TEST(periodic_rearm_and_touch_keep_period),
     };
     return h_main(argc, argv, tests, H_COUNT(tests));

@@ -66,6 +66,19 @@ TEST(create_refuses_bad_arguments)
                                               NULL, NULL),
                  ROTA_EINVAL);
     CHECK_EQ_INT(rota_service_destroy(svc), 0);
+    /* A period the core cannot hold (over ROTA_MAX_PERIOD ticks), with
+     * ticks of 1 ns, where period_ns can reach it. */
+    cfg = (struct rota_service_config){.tick_ns = 1};
+    CHECK_EQ_INT(rota_service_create(&svc, &cfg), 0);
+    CHECK_EQ_INT(rota_service_arm_periodic_in(svc, ST_MS, ROTA_MAX_PERIOD + 1,
+                                              ROTA_MISSED_SKIP, probe_fn, NULL,
+                                              NULL),
+                 ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_arm_periodic_at(svc, ST_MS, UINT64_MAX,
+                                              ROTA_MISSED_SKIP, probe_fn, NULL,
+                                              NULL),
+                 ROTA_EINVAL);
+    CHECK_EQ_INT(rota_service_destroy(svc), 0);
 }
 
 /* A one-shot timer fires once, exactly at its deadline and not one

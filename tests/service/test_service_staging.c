@@ -36,7 +36,7 @@ TEST(service_check_catches_planted_fault)
 }
 
 /* A one-shot arm writes nothing on the record's second line, so the
- * period a periodic timer of an earlier generation left in pt.period_ is
+ * period a periodic timer of an earlier generation left in pt.sched_ is
  * cleared when the one-shot record enters the wheel (else the core would
  * fire it again, and again).  The record is reused (free chains are
  * LIFO), fires once, and the checker catches a period planted on it. */
@@ -62,14 +62,15 @@ TEST(one_shot_record_reused_after_a_periodic_carries_no_period)
     struct shard *sh = shard_of(f.svc, r);
     rota__lock(&sh->mu);
     CHECK(rota_timer_pending(&r->pt.timer));
-    CHECK_EQ_U64(r->pt.period_, 0);
-    r->pt.period_ = 7; /* the fault: the period left behind */
+    CHECK_EQ_U64(rota__sched_period(r->pt.sched_), 0);
+    /* the fault: the period left behind */
+    r->pt.sched_ = rota__sched(7, ROTA_MISSED_SKIP);
     rota__unlock(&sh->mu);
     CHECK_EQ_INT(rota_service_check(f.svc, &why), ROTA_ECORRUPT);
     CHECK(why != NULL);
     printf("     planted fault reported: %s\n", why ? why : "(none)");
     rota__lock(&sh->mu);
-    r->pt.period_ = 0;
+    r->pt.sched_ = rota__sched(0, ROTA_MISSED_SKIP);
     rota__unlock(&sh->mu);
     CHECK_EQ_INT(rota_service_check(f.svc, &why), 0);
 

@@ -415,13 +415,17 @@ static uint64_t gen_period(struct drv *d)
     case 4:
         return 1 + rnd(d, (uint64_t)1 << 40);
     case 5:
-        switch (rnd(d, 4)) { /* schedules that end */
+        switch (rnd(d, 6)) { /* schedules that end, and periods refused */
         case 0:
             return UINT64_MAX;
         case 1:
-            return ROTA_MAX_DEADLINE;
+            return ROTA_MAX_PERIOD + 1;
         case 2:
-            return UINT64_MAX / 2;
+            return ROTA_MAX_PERIOD;
+        case 3:
+            return ROTA_MAX_PERIOD - rnd(d, 1000);
+        case 4:
+            return (uint64_t)1 << 61;
         default:
             return (uint64_t)1 << 63;
         }

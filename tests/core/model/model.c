@@ -93,8 +93,9 @@ int model_arm_in(struct model *m, uint32_t id, uint64_t delay)
 int model_arm_periodic(struct model *m, uint32_t id, uint64_t first,
                        uint64_t period, int policy)
 {
-    if (id >= m->n || period == 0 || policy < ROTA_MISSED_SKIP ||
-        policy > ROTA_MISSED_DELAY || !m->t[id].periodic)
+    if (id >= m->n || period == 0 || period > ROTA_MAX_PERIOD ||
+        policy < ROTA_MISSED_SKIP || policy > ROTA_MISSED_DELAY ||
+        !m->t[id].periodic)
         return ROTA_EINVAL;
     struct model_timer *t = &m->t[id];
     t->period = period;
