@@ -240,7 +240,7 @@
  *   header was found at build time.  A normal build (ROTA_DEBUG off) has
  *   none of this: its code is the same as if the option did not exist.
  *
- * SIZES (64-bit; on i386 24 bytes, 36 and about 18 KiB)
+ * SIZES (64-bit; on i386 24 bytes, 36 and about 19 KiB)
  *   sizeof(struct rota_timer) == 32 bytes (links, deadline, callback): a
  *   million timers in 32 MiB; sizeof(struct rota_periodic) == 48;
  *   sizeof(struct rota_wheel) is about 37 KiB (8 levels x 256 slot heads,

@@ -54,10 +54,15 @@ TEST(sizes_as_documented)
     CHECK_EQ_U64(sizeof(struct rota_periodic), 48);
 #else
     CHECK(sizeof(struct rota_timer) <= 24);
-    CHECK(sizeof(struct rota_periodic) <= 36);
+    /* 36 where a uint64_t is aligned to 4 bytes (i386), 40 where it is
+     * aligned to 8 (32-bit Arm, MIPS, PowerPC): the period's word. */
+    CHECK(sizeof(struct rota_periodic) <= 40);
+#if defined(__i386__)
+    CHECK_EQ_U64(sizeof(struct rota_periodic), 36);
+#endif
 #endif
     /* The slot heads and the cascade marks are most of it: 2,048 + 256
-     * links (37 KiB in all on a 64-bit target, about 18 KiB on a 32-bit
+     * links (37 KiB in all on a 64-bit target, about 19 KiB on a 32-bit
      * one), plus about 1 KiB of bitmaps, counters and the lateness
      * histogram. */
     size_t heads =
