@@ -5,6 +5,7 @@
  * (keyed_rounds.c).
  *
  *   bench_keyed [--quick] [--seed S] [--ops M] [--n N1,N2,...] [--json PATH]
+ *               [--map-seed K]
  *
  * W6: N keys (8-byte ids) are set first (setup, not timed).  Then each op
  * is set (70%), move (20%) or remove (10%) on a random key with a TTL
@@ -20,7 +21,9 @@
  * setup; freed memory is given back (malloc_trim) after each size, or the
  * next size's first implementation would reuse the previous sizes' heap
  * without growing RSS and report too few bytes (it did: 88 instead of
- * rota's real 104 at N = 1e6 when run after 1e3 and 1e5).
+ * rota's real 104 at N = 1e6 when run after 1e3 and 1e5).  rota's map
+ * draws its hash seed from getrandom() unless --map-seed K derives it from
+ * K (counts.sh: instruction counts then repeat exactly).
  */
 #define _GNU_SOURCE
 #include "benchutil.h"
@@ -48,6 +51,9 @@
 static const struct keyed_impl *const impls[] = {&keyed_rota,
                                                  &keyed_hashed_rounds};
 #define NIMPL (sizeof impls / sizeof impls[0])
+
+static unsigned char map_seed[16];
+const unsigned char *keyed_map_seed; /* keyed_bench.h */
 
 static double now_sec(void)
 {
@@ -88,7 +94,9 @@ static void setup(struct lane *l, uint64_t n, uint64_t seed)
         l->im->set(l->h, k, 1 + splitmix(&rng) % MAX_TTL);
 }
 
-static double run_ops(struct lane *l, uint64_t n, uint64_t ops)
+/* Out of line: counts.sh counts what runs inside it (--toggle-collect). */
+static __attribute__((noinline)) double run_ops(struct lane *l, uint64_t n,
+                                                uint64_t ops)
 {
     const struct keyed_impl *im = l->im;
     void *h = l->h;
@@ -146,6 +154,12 @@ int main(int argc, char **argv)
             ops = strtoull(argv[++i], NULL, 0);
         } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
             json_path = argv[++i];
+        } else if (strcmp(argv[i], "--map-seed") == 0 && i + 1 < argc) {
+            uint64_t k = strtoull(argv[++i], NULL, 0), w[2];
+            w[0] = splitmix(&k);
+            w[1] = splitmix(&k);
+            memcpy(map_seed, w, sizeof map_seed);
+            keyed_map_seed = map_seed;
         } else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) {
             nsizes = 0;
             for (char *p = argv[++i]; *p != '\0' && nsizes < 8;) {
@@ -155,7 +169,8 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: bench_keyed [--quick] [--seed S] "
-                            "[--ops M] [--n N1,N2,...] [--json PATH]\n");
+                            "[--ops M] [--n N1,N2,...] [--json PATH] "
+                            "[--map-seed K]\n");
             return 2;
         }
     }

@@ -28,6 +28,10 @@ struct keyed_impl {
     void (*destroy)(void *impl);
 };
 
+/* The hash seed of rota's map, from bench_keyed --map-seed (so that counts
+ * under callgrind repeat exactly), or NULL for one the map draws itself. */
+extern const unsigned char *keyed_map_seed;
+
 extern const struct keyed_impl keyed_rota;
 extern const struct keyed_impl keyed_hashed_rounds;
 

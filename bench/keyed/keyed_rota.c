@@ -19,8 +19,10 @@ static void count_expiry(struct rota_keyed *map, const void *key, size_t len,
 
 static void *rota_create(uint64_t now, uint64_t *expired)
 {
-    struct rota_keyed_config cfg = {
-        .now = now, .expire = count_expiry, .arg = expired};
+    struct rota_keyed_config cfg = {.now = now,
+                                    .expire = count_expiry,
+                                    .arg = expired,
+                                    .seed = keyed_map_seed};
     struct rota_keyed *map = NULL;
     if (rota_keyed_create(&map, &cfg) != 0)
         abort();

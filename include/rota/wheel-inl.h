@@ -204,18 +204,45 @@ static inline bool rota__unlink_moved(struct rota_wheel *wheel,
     return true;
 }
 
-/* Private: rota_timer_touch_at()'s move to an earlier deadline >= min. */
-static inline int rota__move_pending(struct rota_wheel *wheel,
-                                     struct rota_timer *timer,
-                                     uint64_t deadline, uint64_t min)
-{
-    struct rota_link *empty = NULL;
-    if (rota__unlink_moved(wheel, timer, min) &&
-        (empty = rota__file_fast(wheel, timer, deadline, min)) == NULL)
-        return 0;
-    return rota__arm_empty_slot(wheel, timer, deadline, empty);
-}
 #endif
+
+/* Private, for a layer that keeps its timers in memory it moves itself
+ * (rota/keyed.h): whether the two calls below may stand in for the
+ * library's on this wheel.  False where the library is a debug build
+ * (pending_above_ says so), which seals each timer it leaves and must see
+ * every init and move. */
+static inline bool rota__plain_wheel(const struct rota_wheel *wheel)
+{
+    return wheel->pending_above_ == (uintptr_t)ROTA__IDLE;
+}
+
+/* Private: rota_timer_init(timer, fn) inline, fn not NULL, for a timer of
+ * a rota__plain_wheel(). */
+static inline void rota__timer_init_plain(struct rota_timer *timer,
+                                          rota_timer_fn *fn)
+{
+    timer->link_.prev = ROTA__IDLE;
+    timer->link_.next = NULL;
+    timer->deadline_ = 0;
+    timer->fn_ = fn;
+#if UINTPTR_MAX <= 0xffffffffu
+    timer->seal_ = 0;
+#endif
+}
+
+/* Private: rota_timer_relocate(from, to) inline, for a timer of a
+ * rota__plain_wheel() whose bytes the caller has just copied from `from`
+ * to `to` (a periodic timer's schedule with them): its list neighbours are
+ * pointed at `to`.  `from` keeps its bytes, a pending-looking copy the
+ * caller must not use as a timer again before rota_timer_init(). */
+static inline void rota__timer_copied(struct rota_timer *to)
+{
+    struct rota_link *prev = to->link_.prev;
+    if ((uintptr_t)prev > (uintptr_t)ROTA__IDLE) {
+        prev->next = &to->link_;
+        to->link_.next->prev = &to->link_;
+    }
+}
 
 static inline int rota_timer_arm_at(struct rota_wheel *wheel,
                                     struct rota_timer *timer, uint64_t deadline)
@@ -284,20 +311,29 @@ static inline int rota_timer_cancel(struct rota_wheel *wheel,
     return rota_timer_cancel_noinline(wheel, timer);
 }
 
-static inline int rota_timer_touch_at(struct rota_wheel *wheel,
+/* Private: rota_timer_touch_at()'s inline part, for a timer the caller
+ * found pending as rota_timer_cancel() tests it: 0 when done, else the
+ * call that finishes it: ROTA__TOUCH_FILE, rota__arm_empty_slot(wheel,
+ * timer, deadline, *empty) (the timer is out of its list, or alone in it
+ * with *empty NULL); ROTA__TOUCH_LIBRARY, rota_timer_touch_at_noinline()
+ * (nothing done).  A caller that must return something else after the
+ * call (rota/keyed.h) makes it in a tail call of its own. */
+#define ROTA__TOUCH_FILE 1
+#define ROTA__TOUCH_LIBRARY 2
+static inline int rota__touch_pending(struct rota_wheel *wheel,
                                       struct rota_timer *timer,
-                                      uint64_t deadline)
+                                      uint64_t deadline,
+                                      struct rota_link **empty)
 {
     /* The common cases only, for a deadline the inline arm would file (at
-     * or above arm_min_: after now, so no clamping): a pending timer moved
-     * to a later deadline (a store: the timer stays where it is filed, and
-     * the wheel checks it when its slot comes due), to the deadline it has
+     * or above arm_min_: after now, so no clamping): moved to a later
+     * deadline (a store: the timer stays where it is filed, and the wheel
+     * checks it when its slot comes due), to the deadline it has
      * (nothing), or to an earlier one (moved at once, as the library's
      * touch re-arms it).  This mirrors rota_timer_touch_at_noinline(). */
     uint64_t min;
-    if (wheel != NULL && timer != NULL &&
-        (uintptr_t)timer->link_.prev > wheel->pending_above_ &&
-        deadline >= (min = wheel->arm_min_) && deadline <= ROTA_MAX_DEADLINE) {
+    *empty = NULL;
+    if (deadline >= (min = wheel->arm_min_) && deadline <= ROTA_MAX_DEADLINE) {
         uint64_t old = timer->deadline_;
         if (deadline > old) {
             timer->deadline_ = deadline;
@@ -309,7 +345,29 @@ static inline int rota_timer_touch_at(struct rota_wheel *wheel,
         if (deadline == old)
             return 0;
 #ifdef ROTA__INLINE_PATHS
-        return rota__move_pending(wheel, timer, deadline, min); /* earlier */
+        /* Earlier: out of its list (unless alone there) and filed. */
+        if (rota__unlink_moved(wheel, timer, min) &&
+            (*empty = rota__file_fast(wheel, timer, deadline, min)) == NULL)
+            return 0;
+        return ROTA__TOUCH_FILE;
+#endif
+    }
+    return ROTA__TOUCH_LIBRARY;
+}
+
+static inline int rota_timer_touch_at(struct rota_wheel *wheel,
+                                      struct rota_timer *timer,
+                                      uint64_t deadline)
+{
+    struct rota_link *empty;
+    if (wheel != NULL && timer != NULL &&
+        (uintptr_t)timer->link_.prev > wheel->pending_above_) {
+        int then = rota__touch_pending(wheel, timer, deadline, &empty);
+        if (then == 0)
+            return 0;
+#ifdef ROTA__INLINE_PATHS
+        if (then == ROTA__TOUCH_FILE)
+            return rota__arm_empty_slot(wheel, timer, deadline, empty);
 #endif
     }
     return rota_timer_touch_at_noinline(wheel, timer, deadline);

@@ -44,12 +44,16 @@
  * ENTRIES MOVE, TIMERS FOLLOW
  *   The wheel links timers by address and entries move: on growth and
  *   shrinking, on the SipHash switch, and when a deletion shifts its
- *   neighbours back.  Every move copies the slot and calls
- *   rota_timer_relocate(), which splices the timer's two list neighbours
- *   to the new address in O(1): same deadline, same slot, same place among
- *   equal deadlines, pending or not.  Cancel and re-arm would not do: a
- *   re-armed timer goes behind later-set equal deadlines, and inside an
- *   advance it is deferred to the next one.
+ *   neighbours back.  Every move copies the slot and points the timer's two
+ *   list neighbours at the copy, rota_timer_relocate()'s work in O(1):
+ *   same deadline, same slot, same place among equal deadlines, pending
+ *   or not.  Cancel and re-arm would not do: a re-armed timer goes
+ *   behind later-set equal deadlines, and inside an advance it is
+ *   deferred to the next one.  The relink is inline (wheel-inl.h's
+ *   rota__timer_copied()), so the backward shift calls nothing and saves
+ *   no register; on a wheel whose library is a debug build
+ *   (rota__plain_wheel() false), which must see every move and init to
+ *   keep its seals, the library's calls make them.
  *
  *   The wheel is embedded in the map, so a firing timer finds its map with
  *   container_of on the wheel pointer the core passes, and its slot with
@@ -127,43 +131,49 @@
  *   length as one word, then the key word.  A key that is a number (the
  *   _u64 calls) is that word already: no length to check, nothing to
  *   load.  The lean path makes no call that anything follows but its
- *   return, so it saves no registers beyond the few the probe needs:
- *   what it does not finish it hands on by a tail call with the
- *   arguments it was given (to the general path, find_noting(): another
- *   state, a probe longer than any before; to set_found(): an entry with
- *   no deadline or a ROTA_NEVER one; to set_insert(): an absent key), a
- *   ttl that is ROTA_NEVER, saturates or needs the wheel's time source
- *   goes the general way before anything is read, and the wheel's own
- *   calls inside its inline touch return straight to the caller.
+ *   return, so set and move save no register at all: what it does not
+ *   finish it hands on by a tail call with the arguments it was given
+ *   (to the general path, find_noting(): another state, a probe longer
+ *   than any before; to set_found(): an entry with no deadline or a
+ *   ROTA_NEVER one; to set_insert(): an absent key), a ttl that is
+ *   ROTA_NEVER, saturates or needs the wheel's time source goes the
+ *   general way before anything is read, and the wheel's own calls
+ *   inside its inline touch return straight to the caller (move) or are
+ *   made by a tail call to set_touch_finish(), which returns set's 1
+ *   (rota__touch_pending() says which call finishes the touch).  The
+ *   hash's two multiplies are written out as one mulq each on x86-64
+ *   (keyed_hash.h): from an __int128 product gcc 12 kept one half in a
+ *   callee-saved register, which the set path then saved and restored.
  *
  *   The lean path tests one pointer for its state (lean: the table's
  *   first slot, NULL under SipHash or with no table) and reads the
  *   table's end from the map, and a probe step loads a slot's first
  *   word once, for the tag compare and the empty test alike.  Insert,
  *   removal and expiry test the count against two bounds kept with the
- *   table (table_changed()) to learn that no resize is due.
+ *   table (table_changed()) to learn that no resize is due.  An insert
+ *   initialises its timer inline (rota__timer_init_plain()), so the arm
+ *   that follows knows it idle and files it without testing its state.
  *
- *   Counted with callgrind in W6 at 1e3 keys (8-byte ids through the
- *   _u64 calls, the adapter included, the seed fixed), an operation
- *   takes 119 instructions (hashed-rounds: 65): a set 115, a move 90,
- *   a remove 210 (hashed-rounds 65, 38 and 119).  A set of an id found
- *   in its home slot, to a later deadline, takes 76: entry and exit 23
- *   (two saved registers, the time source, ttl and state tests), the
- *   hash 14, the home slot and the tag 11, the compare 5, the found
- *   entry's tests and stores 13, and the wheel's touch 10; an earlier
- *   deadline costs about 35 in the touch (unlinked, then filed by the
- *   wheel's inline arm), each slot probed past the home 7, and an
- *   insert (one set in eight here) about 95 in set_insert().  The same
- *   set through the byte calls takes about 20 more (the key's length
- *   and address tested and loaded, more saved registers).  A remove's
- *   backward shift reads on to the end of the cluster (3.8 slots on
- *   average, 15 instructions each) and moves 0.8 entries, each with a
- *   relocate.  What a rounds wheel does not pay for: a seeded hash (its
- *   mixer is unseeded, 9 instructions), a table of any size (a multiply
- *   where a mask would do) of 56-byte slots, the flood detection's
- *   probe count, and the wheel's exact next deadline and counters on
- *   each touch and move (its earlier move is two list operations,
- *   rota's a slot computed from the deadline's level).
+ *   Counted with callgrind in W6 at 1e3 keys (bench/keyed/counts.sh:
+ *   8-byte ids through the _u64 calls, the adapter included, the seed
+ *   fixed), an operation takes 105 instructions (hashed-rounds: 65): a
+ *   set 101, a move 86, a remove 171 (hashed-rounds 65, 38 and 119).  A
+ *   set of an id found in its home slot, to a later deadline, takes 60
+ *   in the library: entry and exit 17 (the map, time source, ttl and
+ *   state tests), the hash 10, the home slot and the tag 10, the compare
+ *   5, the found entry's tests and stores 11, and the wheel's touch 7;
+ *   an earlier deadline costs about 30 in the touch (unlinked, then
+ *   filed by the wheel's inline arm), each slot probed past the home 7,
+ *   and an insert (one set in eight here) about 80 in set_insert().  A
+ *   remove's backward shift reads on to the end of the cluster (3.8
+ *   slots on average, 15 instructions each) and moves 0.8 entries, each
+ *   a copy of the slot and two neighbours' links.  What a rounds wheel
+ *   does not pay for: a seeded hash (its mixer is unseeded, 9
+ *   instructions), a table of any size (a multiply where a mask would
+ *   do) of 56-byte slots, the flood detection's probe count, and the
+ *   wheel's exact next deadline and counters on each touch and move (its
+ *   earlier move is two list operations, rota's a slot computed from the
+ *   deadline's level).
  *
  * THE GUARANTEES AND WHY THEY HOLD
  *   - One live entry per key: the table holds at most one slot per key
@@ -527,16 +537,26 @@ static inline struct slot *find(const struct rota_keyed *m, uint32_t h,
 }
 
 /* Move the entry in slot `from` to the empty slot `to`, its timer with it
- * (the wheel keeps its place: rota_timer_relocate()). */
+ * (the wheel keeps its place, as rota_timer_relocate() keeps it): the slot
+ * copied whole, then, on a plain wheel (`plain`: rota__plain_wheel()), the
+ * timer's two list neighbours pointed at the copy inline; a debug build's
+ * library makes the move itself. */
+static inline __attribute__((always_inline)) void
+move_slot_as(struct rota_keyed *m, struct slot *from, struct slot *to,
+             bool plain)
+{
+    *to = *from;
+    if (plain)
+        rota__timer_copied(&to->timer);
+    else
+        (void)rota_timer_relocate(&m->wheel, &from->timer, &to->timer);
+    from->hash = 0;
+}
+
 static inline void move_slot(struct rota_keyed *m, struct slot *from,
                              struct slot *to)
 {
-    to->hash = from->hash;
-    to->key_len = from->key_len;
-    to->key = from->key;
-    to->value = from->value;
-    (void)rota_timer_relocate(&m->wheel, &from->timer, &to->timer);
-    from->hash = 0;
+    move_slot_as(m, from, to, rota__plain_wheel(&m->wheel));
 }
 
 /* The first empty slot from the home of hash h in table t. */
@@ -549,17 +569,14 @@ static inline size_t empty_slot(const struct table *t, uint32_t h)
     return i;
 }
 
-/* Take the entry in slot s out of the map.  In the current table the slot
- * empties and the entries after it that may move closer to their home
- * shift back (backward-shift deletion: no tombstones); in the old table,
- * which takes no inserts, it becomes a TOMB that probes pass over. */
-static void erase(struct rota_keyed *m, struct slot *s)
+/* erase()'s backward shift in the current table, from the emptied slot
+ * s: the entries after it that may move closer to their home move back
+ * (Knuth's algorithm R).  One copy each for a plain wheel and a debug
+ * build's (`plain`), so that the first calls nothing and keeps its loop
+ * in registers without saving any. */
+static inline __attribute__((always_inline)) void
+shift_back(struct rota_keyed *m, struct slot *s, bool plain)
 {
-    m->count--;
-    if (m->old.size != 0 && in_table(&m->old, s)) {
-        s->hash = TOMB;
-        return;
-    }
     const size_t size = m->cur.size;
     struct slot *const first = m->cur.slot, *const last = first + size;
     struct slot *hole = s, *t = s;
@@ -582,7 +599,7 @@ static void erase(struct rota_keyed *m, struct slot *s)
         if (d >= size)
             d += size;
         if (d >= gap) {
-            move_slot(m, t, hole);
+            move_slot_as(m, t, hole, plain);
             hole = t;
             after += gap;
             if (after > size)
@@ -590,6 +607,29 @@ static void erase(struct rota_keyed *m, struct slot *s)
             gap = 0;
         }
     }
+}
+
+static __attribute__((noinline)) void shift_back_checked(struct rota_keyed *m,
+                                                         struct slot *s)
+{
+    shift_back(m, s, false);
+}
+
+/* Take the entry in slot s out of the map.  In the current table the slot
+ * empties and the entries after it that may move closer to their home
+ * shift back (backward-shift deletion: no tombstones); in the old table,
+ * which takes no inserts, it becomes a TOMB that probes pass over. */
+static void erase(struct rota_keyed *m, struct slot *s)
+{
+    m->count--;
+    if (m->old.size != 0 && in_table(&m->old, s)) {
+        s->hash = TOMB;
+        return;
+    }
+    if (rota__plain_wheel(&m->wheel))
+        shift_back(m, s, true);
+    else
+        shift_back_checked(m, s);
 }
 
 static void free_table(struct rota_keyed *m, struct table *t)
@@ -1085,15 +1125,11 @@ static int check_key(const struct rota_keyed *m, const void *key, size_t len)
     return 0;
 }
 
-/* The end of every insert, once the slot holds the key: the entry's value
- * and timer, the count, the arm unless the deadline is ROTA_NEVER, and a
- * step of any resize under way. */
+/* entry_begins() after the timer's init: the count, the arm unless the
+ * deadline is ROTA_NEVER, and a step of any resize under way. */
 static inline __attribute__((always_inline)) int
-entry_begins(struct rota_keyed *m, struct slot *s, void *value,
-             uint64_t deadline)
+entry_armed(struct rota_keyed *m, struct slot *s, uint64_t deadline)
 {
-    s->value = value;
-    rota_timer_init(&s->timer, on_expire);
     m->count++;
     if (deadline != ROTA_NEVER) {
         (void)rota_timer_arm_at(&m->wheel, &s->timer, deadline);
@@ -1101,6 +1137,33 @@ entry_begins(struct rota_keyed *m, struct slot *s, void *value,
     }
     resize_work(m);
     return 0;
+}
+
+/* entry_begins() on a wheel whose library is a debug build, which must see
+ * the timer's init. */
+static __attribute__((noinline)) int entry_begins_checked(struct rota_keyed *m,
+                                                          struct slot *s,
+                                                          void *value,
+                                                          uint64_t deadline)
+{
+    s->value = value;
+    rota_timer_init(&s->timer, on_expire);
+    return entry_armed(m, s, deadline);
+}
+
+/* The end of every insert, once the slot holds the key: the entry's value
+ * and timer, the count, the arm unless the deadline is ROTA_NEVER, and a
+ * step of any resize under way.  The timer's init inline, so that the arm
+ * knows it idle. */
+static inline __attribute__((always_inline)) int
+entry_begins(struct rota_keyed *m, struct slot *s, void *value,
+             uint64_t deadline)
+{
+    if (!rota__plain_wheel(&m->wheel))
+        return entry_begins_checked(m, s, value, deadline);
+    s->value = value;
+    rota__timer_init_plain(&s->timer, on_expire);
+    return entry_armed(m, s, deadline);
 }
 
 /* Add a key known to be absent; the probe of the current table ended at
@@ -1211,6 +1274,25 @@ static __attribute__((noinline)) int set_insert(struct rota_keyed *m,
     return entry_begins(m, end, value, deadline);
 }
 
+/* set_in_slot()'s touch, finished by the wheel's call that `then` names
+ * (rota__touch_pending()): out of line, entered by a tail call, so that
+ * the lean path makes no call that anything but a return follows. */
+static __attribute__((noinline)) int
+set_touch_finish(struct rota_keyed *m, struct slot *s, uint64_t deadline,
+                 int then, struct rota_link *empty)
+{
+#ifdef ROTA__INLINE_PATHS
+    if (then == ROTA__TOUCH_FILE) {
+        (void)rota__arm_empty_slot(&m->wheel, &s->timer, deadline, empty);
+        return 1;
+    }
+#endif
+    (void)then;
+    (void)empty;
+    (void)rota_timer_touch_at_noinline(&m->wheel, &s->timer, deadline);
+    return 1;
+}
+
 /* Whether an entry's timer is pending, read as the wheel's inline paths
  * read it (false in a debug build, whose calls all go to the library). */
 static inline bool timer_pending(const struct rota_keyed *m,
@@ -1233,10 +1315,13 @@ set_in_slot(struct rota_keyed *m, struct slot *s, void *value,
     if (old_value != NULL)
         *old_value = s->value;
     s->value = value;
-    /* A later deadline is a store; an earlier one re-files the timer (the
-     * wheel's own calls, when it makes one, are followed by the return
-     * alone). */
-    (void)rota_timer_touch_at(&m->wheel, &s->timer, deadline);
+    /* A later deadline is a store; an earlier one re-files the timer.  The
+     * wheel's call, when it needs one, is made by a tail call. */
+    struct rota_link *empty;
+    const int then =
+        rota__touch_pending(&m->wheel, &s->timer, deadline, &empty);
+    if (then != 0)
+        return set_touch_finish(m, s, deadline, then, empty);
     return 1;
 }
 
@@ -1457,15 +1542,17 @@ int rota_keyed_move_u64_in(struct rota_keyed *m, uint64_t key, uint64_t ttl)
     return move_u64_at(m, key, plain_deadline(m, ttl));
 }
 
-/* Take a found entry out of the map. */
+/* Take a found entry out of the map; `inline_key`: the lean path found
+ * it, so its key is in the slot and there is no block to free. */
 static inline __attribute__((always_inline)) int
-remove_slot(struct rota_keyed *m, struct slot *s, void **value)
+remove_slot(struct rota_keyed *m, struct slot *s, void **value, bool inline_key)
 {
     if (rota_timer_cancel(&m->wheel, &s->timer) == 1)
         m->expiring--;
     if (value != NULL)
         *value = s->value;
-    free_key(m, s);
+    if (!inline_key)
+        free_key(m, s);
     erase(m, s);
     resize_work(m);
     return 1;
@@ -1487,7 +1574,7 @@ static __attribute__((noinline)) int remove_general(struct rota_keyed *m,
     struct slot *s = find_noting(m, key, (uint32_t)key_len, &h, &at);
     if (s == NULL)
         return 0;
-    return remove_slot(m, s, value);
+    return remove_slot(m, s, value, false);
 }
 
 int rota_keyed_remove(struct rota_keyed *m, const void *key, size_t key_len,
@@ -1498,7 +1585,7 @@ int rota_keyed_remove(struct rota_keyed *m, const void *key, size_t key_len,
     uint64_t tag, word;
     struct slot *end, *s = find_short(m, key, key_len, &tag, &word, &end);
     if (s != NULL)
-        return remove_slot(m, s, value);
+        return remove_slot(m, s, value, true);
     if (end != NULL)
         return 0;
     return remove_general(m, key, key_len, value);
@@ -1517,7 +1604,7 @@ int rota_keyed_remove_u64(struct rota_keyed *m, uint64_t key, void **value)
     uint64_t tag;
     struct slot *end, *s = find_word(m, le_word(key), key, 8, &tag, &end);
     if (s != NULL)
-        return remove_slot(m, s, value);
+        return remove_slot(m, s, value, true);
     if (end != NULL)
         return 0;
     return remove_u64_general(m, key, value);

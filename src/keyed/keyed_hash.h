@@ -113,7 +113,19 @@ static inline uint64_t rota__siphash(unsigned c_rounds, unsigned d_rounds,
 
 /* ------------------------------------------------------------ fast hash */
 
-#if defined(__SIZEOF_INT128__)
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The 128-bit product of a and b, as (low, high): one mulq, written out
+ * because gcc 12 copies one half of an __int128 product to a callee-saved
+ * register before it folds, and the lean path then saves that register. */
+static inline void rota__mul128(uint64_t a, uint64_t b, uint64_t *lo,
+                                uint64_t *hi)
+{
+    uint64_t l, h;
+    __asm__("mulq %3" : "=a"(l), "=d"(h) : "a"(a), "rm"(b) : "cc");
+    *lo = l;
+    *hi = h;
+}
+#elif defined(__SIZEOF_INT128__)
 __extension__ typedef unsigned __int128 rota__u128;
 /* The 128-bit product of a and b, as (low, high). */
 static inline void rota__mul128(uint64_t a, uint64_t b, uint64_t *lo,
