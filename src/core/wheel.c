@@ -164,6 +164,9 @@
  *     so the number need not live beside it.
  *   - The inline arm writes the timer's links in one 16-byte store (it
  *     has both in registers).
+ *   - The inline advance, once it has found the idle path closed, calls
+ *     rota__advance_busy(), which goes to the pass without testing that
+ *     path again.
  *   The fire loop (advance_pass()) keeps to these:
  *   - What no callback can change lives in registers for the whole pass:
  *     the fire budget, the deadline of the lateness run and how late that
@@ -1556,13 +1559,15 @@ int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
     DEBUG_PASS(w, advance_max_call(w, now, max_fires, fired));
 }
 
-static int advance_call(struct rota_wheel *w, uint64_t now)
+/* `idle_tested`: the caller found the idle path closed (if w is not NULL
+ * and not in a pass), as rota_wheel_advance() does inline. */
+static int advance_call(struct rota_wheel *w, uint64_t now, bool idle_tested)
 {
     if (w == NULL)
         return ROTA_EINVAL;
     if (w->in_pass_)
         return ROTA_EBUSY;
-    if (rota__advance_idle(w, now))
+    if (!idle_tested && rota__advance_idle(w, now))
         return 0;
     size_t fired = advance_pass(w, now, OPEN_CHUNK, false).fired;
     return fired > INT_MAX ? INT_MAX : (int)fired;
@@ -1570,7 +1575,12 @@ static int advance_call(struct rota_wheel *w, uint64_t now)
 
 int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
 {
-    DEBUG_PASS(w, advance_call(w, now));
+    DEBUG_PASS(w, advance_call(w, now, false));
+}
+
+int rota__advance_busy(struct rota_wheel *w, uint64_t now)
+{
+    DEBUG_PASS(w, advance_call(w, now, true));
 }
 
 static int expire_call(struct rota_wheel *w, uint64_t now,
