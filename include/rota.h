@@ -657,8 +657,9 @@ ROTA_API int rota_wheel_init(struct rota_wheel *wheel, uint64_t now);
  * cascaded, with no bound on how many that is (a slot may hold a million
  * timers): an event loop that must not stall uses rota_wheel_advance_max().  Inline: when nothing can be due yet (the usual wake-up of a
  * loop) it is a few compares and two stores in the caller; every other
- * case calls rota_wheel_advance_noinline(), with the same contract (the
- * symbol for bindings that cannot use inline functions).
+ * case calls the library, which does not test that case again.
+ * rota_wheel_advance_noinline() has the same contract (the symbol for
+ * bindings that cannot use inline functions).
  */
 ROTA_API int rota_wheel_advance_noinline(struct rota_wheel *wheel,
                                          uint64_t now);

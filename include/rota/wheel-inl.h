@@ -431,11 +431,16 @@ static inline bool rota__advance_idle(struct rota_wheel *wheel, uint64_t now)
     return true;
 }
 
+/* Private: rota_wheel_advance_noinline() for rota_wheel_advance(), which
+ * has found the idle path closed when the wheel is not NULL and not in a
+ * pass: the library does not test it again. */
+ROTA_API int rota__advance_busy(struct rota_wheel *wheel, uint64_t now);
+
 static inline int rota_wheel_advance(struct rota_wheel *wheel, uint64_t now)
 {
     if (wheel != NULL && !wheel->in_pass_ && rota__advance_idle(wheel, now))
         return 0;
-    return rota_wheel_advance_noinline(wheel, now);
+    return rota__advance_busy(wheel, now);
 }
 
 #ifdef __cplusplus

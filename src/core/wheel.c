@@ -164,13 +164,17 @@
  *     so the number need not live beside it.
  *   - The inline arm writes the timer's links in one 16-byte store (it
  *     has both in registers).
+ *   - The inline advance, once it has found the idle path closed, calls
+ *     rota__advance_busy(), which goes to the pass without testing that
+ *     path again.
  *   The fire loop (advance_pass()) keeps to these:
  *   - What no callback can change lives in registers for the whole pass:
  *     the fire budget, the deadline of the lateness run and how late that
  *     run fires (now_ minus its deadline, the `late` every callback of the
  *     run is given).  A callback cannot advance or expire the wheel, so
  *     only the loop moves cur_ and now_; the budget goes back to memory
- *     before find_due() or renew() reads it.
+ *     before renew() reads it, and find_due() is given it (its preload's
+ *     bound) as an argument.
  *   - A fire unlinks the due list's first timer: its prev link is the
  *     list's head, not loaded.
  *   - A fire whose deadline is the run's is due without a look at cur_
@@ -197,7 +201,9 @@
  *     arm_min_) and is filed with no due test, no cascade test, no
  *     earliest update.  The same compare sends the slow way what the sum
  *     gets wrong: period 0 (the sum is `fired`, below arm_min_), a sum
- *     that wraps (below `fired`) and one past ROTA_MAX_DEADLINE.
+ *     that wraps (below `fired`) and one past ROTA_MAX_DEADLINE.  It is
+ *     filed against the run's deadline, which the loop has in a register:
+ *     on time that is cur_ (fired <= cur_ <= now_ = fired), not loaded.
  *   - A release build leaves an idle timer's next link as it was: nothing
  *     reads it.
  *   - find_due() and step() are inlined into the loop, so that the two
@@ -205,7 +211,8 @@
  *     save no registers; the due list's preload tests for a list of
  *     one timer inline and walks a longer one out of line
  *     (preload_ends()), so that its loop takes none of the pass's
- *     registers.
+ *     registers.  A look tells an open cascade by cascade_end_ alone: the
+ *     cascade list holds timers only while one is open.
  *   - A look finds a level-0 slot's start, nearly every look's, as cur's
  *     block of 256 ticks or'ed with the slot's number (look_start());
  *     a higher slot's from cur shifted down to the slot's level, its
@@ -237,8 +244,10 @@
  *   compare in cancel, none in the inline arm or a fire, which keeps
  *   rota_wheel_next_deadline() exact).  Its price is paid per pass, not
  *   per arm or fire: a pass that fires forgets the earliest deadline once
- *   and sets arm_min_ twice (~24 instructions, with the test that keeps
- *   arm_min_ - 1 at a slot's end).
+ *   (a store only when one is cached) and sets arm_min_ twice, with the
+ *   test that keeps arm_min_ - 1 at a slot's end.  A pass that ends caught
+ *   up with now_, as nearly every one does, sets it from what it knows
+ *   (cur_ is now_, no cascade is open, nothing is due: settle_caught_up()).
  *
  * ALTERNATIVES REJECTED
  *   - One wheel with a rounds counter (Netty, go-zero): every tick visits a
@@ -349,18 +358,27 @@ static void mark_empty(struct rota_wheel *w, unsigned slot)
  * too high only sends more arms to the library, and makes the inline
  * cancel forget the earliest deadline more often than it must.
  */
-static void set_arm_min(struct rota_wheel *w)
+static inline uint64_t arm_min_from(const struct rota_wheel *w, uint64_t cur)
 {
 #ifdef ROTA_DEBUG
-    w->arm_min_ = UINT64_MAX;
+    (void)w;
+    (void)cur;
+    return UINT64_MAX;
 #else
     uint64_t min = w->now_ + 1; /* now_ <= ROTA_MAX_DEADLINE < UINT64_MAX */
     if (w->next_step_ > min)
         min = w->next_step_;
     if (w->earliest_ > min)
         min = w->earliest_;
-    w->arm_min_ = w->cascade_end_ != 0 ? UINT64_MAX : arm_min_for(min, w->cur_);
+    return arm_min_for(min, cur);
 #endif
+}
+
+/* arm_min_ from its terms: arm_min_from() when no cascade is open (cur is
+ * cur_), which a caller that knows both calls itself. */
+static void set_arm_min(struct rota_wheel *w)
+{
+    w->arm_min_ = w->cascade_end_ != 0 ? UINT64_MAX : arm_min_from(w, w->cur_);
 }
 
 /* ------------------------------------------------------------- filing */
@@ -1031,13 +1049,14 @@ static bool run_cascade(struct rota_wheel *w, struct budget *b)
 
 /*
  * Move cur to the start of the next occupied slot if that is <= limit.  A
- * level-0 slot becomes the due list; a higher one becomes the cascade list,
- * filed again by run_cascade().  Returns false, with next_step_ set, when
+ * level-0 slot becomes the due list, preloaded as far as `fires`, the fire
+ * budget left, can reach; a higher one becomes the cascade list, filed
+ * again by run_cascade().  Returns false, with next_step_ set, when
  * nothing comes due by `limit`.  Only while both lists are empty (an
  * occupied slot's list is not).
  */
 static inline __attribute__((always_inline)) bool
-step(struct rota_wheel *w, uint64_t limit, struct budget *b)
+step(struct rota_wheel *w, uint64_t limit, size_t fires)
 {
     unsigned slot;
 
@@ -1058,7 +1077,7 @@ step(struct rota_wheel *w, uint64_t limit, struct budget *b)
          * walk.  peek_due() files a touched one again when it reaches the
          * head, against this same cur. */
         list_take_all(&w->due_.link_, head);
-        preload(&w->due_.link_, b->fires / 2);
+        preload(&w->due_.link_, fires / 2);
         return true;
     }
     /* next_step_ stays at cur while the cascade lasts: no idle path. */
@@ -1070,13 +1089,14 @@ step(struct rota_wheel *w, uint64_t limit, struct budget *b)
 /*
  * The next timer due at or before now_, left at the head of the due list,
  * or NULL: nothing is due by now_, or (b->stopped) the budget ran out
- * first.  Touched timers met at the head are filed again, not returned.
+ * first.  `fires` is b->fires, which the fire loop keeps in a register
+ * (nothing here reads it from b, so the loop need not store it first).  Touched timers met at the head are filed again, not returned.
  * Order: the due list first (its timers are no later than any in the
  * cascade, and came before them in it), then the cascade, then the next
  * slot.
  */
 static inline __attribute__((always_inline)) struct rota_timer *
-find_due(struct rota_wheel *w, struct budget *b)
+find_due(struct rota_wheel *w, struct budget *b, size_t fires)
 {
     for (;;) {
         while (!list_empty(&w->due_.link_)) {
@@ -1089,14 +1109,17 @@ find_due(struct rota_wheel *w, struct budget *b)
             file_timer(w, t);
             w->stats_.refiled++;
         }
-        if (!list_empty(&w->cascade_)) {
-            if (!run_cascade(w, b))
-                return NULL;
-            continue;
+        /* A timer is on the cascade list only while a cascade is open:
+         * one load tells there is neither. */
+        if (w->cascade_end_ != 0) {
+            if (!list_empty(&w->cascade_)) {
+                if (!run_cascade(w, b))
+                    return NULL;
+                continue;
+            }
+            cascade_close(w); /* emptied by cancels meanwhile */
         }
-        if (w->cascade_end_ != 0) /* emptied by cancels meanwhile */
-            cascade_close(w);
-        if (!step(w, w->now_, b)) {
+        if (!step(w, w->now_, fires)) {
             /* Nothing comes due by now_: every list is also correctly filed
              * against now_, so the wheel can jump there. */
             w->cur_ = w->now_;
@@ -1110,7 +1133,7 @@ find_due(struct rota_wheel *w, struct budget *b)
 static struct rota_timer *__attribute__((noinline))
 peek_due(struct rota_wheel *w, struct budget *b)
 {
-    return find_due(w, b);
+    return find_due(w, b, b->fires);
 }
 
 /* Whether a call that stopped at its limit left work: a due or touched
@@ -1197,8 +1220,9 @@ take_due(struct rota_wheel *w, struct rota_timer *t, uint64_t fired,
      * (below fired) and the one past ROTA_MAX_DEADLINE (UINT64_MAX). */
     next = fired + period;
     if (__builtin_expect(late == 0 && next + 1 > w->arm_min_, 1)) {
+        /* On time, fired is cur_: fired <= cur_ <= now_ = fired. */
         t->deadline_ = next;
-        place_later(w, t, next, w->cur_);
+        place_later(w, t, next, fired);
     } else {
         /* On time with a sum that is right, `next` stands; else the
          * policy decides, or the schedule ends. */
@@ -1289,8 +1313,9 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now,
      * no later than it: forgotten here, once, instead of compared at
      * every fire.  It stays 0 until the pass ends: nothing in a pass
      * caches a deadline <= now_ (rota_wheel_next_deadline()), and
-     * note_new_deadline() only lowers a known one. */
-    if (w->earliest_ <= now)
+     * note_new_deadline() only lowers a known one.  One forgotten already
+     * (0) is not stored again: 0 - 1 is above every time. */
+    if (w->earliest_ - 1 < now)
         w->earliest_ = 0;
     return PASS_RUN;
 }
@@ -1305,7 +1330,7 @@ static enum pass_start begin_pass(struct rota_wheel *w, uint64_t now,
  * does not take the idle path.  (An exact E never needs the second: its
  * timer is due, or sits in a slot that starts no later than E.)
  */
-static void settle_earliest(struct rota_wheel *w, bool more)
+static inline void settle_cache(struct rota_wheel *w, bool more)
 {
     if (w->earliest_ != 0) {
         if (!more && w->earliest_ <= w->now_)
@@ -1313,7 +1338,22 @@ static void settle_earliest(struct rota_wheel *w, bool more)
         else if (w->earliest_ < w->next_step_)
             w->next_step_ = w->earliest_;
     }
+}
+
+static void settle_earliest(struct rota_wheel *w, bool more)
+{
+    settle_cache(w, more);
     set_arm_min(w); /* the pass may have moved next_step_ up */
+}
+
+/* settle_earliest() at the usual end of a pass: find_due() found nothing
+ * due by now_ (so cur_ is now_, no cascade is open and the due list is
+ * empty) and no timer joined the due list since; what settle_earliest()
+ * would load to learn that is known. */
+static void settle_caught_up(struct rota_wheel *w)
+{
+    settle_cache(w, false);
+    w->arm_min_ = arm_min_from(w, w->now_);
 }
 
 /* Timers armed by callbacks with a deadline <= now join the wheel. */
@@ -1330,11 +1370,14 @@ static void __attribute__((noinline)) join_deferred(struct rota_wheel *w)
     }
 }
 
-static inline void end_pass(struct rota_wheel *w)
+/* The pass is over: deferred timers join the wheel.  Whether any did. */
+static inline bool end_pass(struct rota_wheel *w)
 {
     w->in_pass_ = 0;
-    if (!list_empty(&w->deferred_))
-        join_deferred(w);
+    if (list_empty(&w->deferred_))
+        return false;
+    join_deferred(w);
+    return true;
 }
 
 /* ------------------------------------------------------- public: wheel */
@@ -1411,8 +1454,8 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
         break;
     case PASS_RUN: {
         /* The loop keeps in registers what no callback can change: the
-         * fire budget (find_due() and renew() read it from b, where it is
-         * put back before they run), the deadline of the run it is in (see
+         * fire budget (renew() reads it from b, where it is put back
+         * before it runs; find_due() is given it), the deadline of the run it is in (see
          * "the lateness histogram by runs") and how late the run fires,
          * now_ minus that deadline (a callback cannot advance or expire
          * this wheel, so now_ stays).  Stores through the lists would
@@ -1436,8 +1479,7 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
                 rota_container_of(head, struct rota_timer, link_);
             if (head == &w->due_.link_ || t->deadline_ > w->cur_ ||
                 fires == 0) {
-                b.fires = fires;
-                t = find_due(w, &b);
+                t = find_due(w, &b, fires);
                 if (t == NULL)
                     break;
                 if (fires == 0) {
@@ -1477,9 +1519,12 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
             b.stopped = false;
             goto fire;
         }
-        end_pass(w);
-        more = b.stopped ? work_left(w) : !list_empty(&w->due_.link_);
-        settle_earliest(w, more);
+        if (end_pass(w) || b.stopped) {
+            more = b.stopped ? work_left(w) : !list_empty(&w->due_.link_);
+            settle_earliest(w, more);
+        } else {
+            settle_caught_up(w);
+        }
         break;
     }
     }
@@ -1514,13 +1559,15 @@ int rota_wheel_advance_max(struct rota_wheel *w, uint64_t now, size_t max_fires,
     DEBUG_PASS(w, advance_max_call(w, now, max_fires, fired));
 }
 
-static int advance_call(struct rota_wheel *w, uint64_t now)
+/* `idle_tested`: the caller found the idle path closed (if w is not NULL
+ * and not in a pass), as rota_wheel_advance() does inline. */
+static int advance_call(struct rota_wheel *w, uint64_t now, bool idle_tested)
 {
     if (w == NULL)
         return ROTA_EINVAL;
     if (w->in_pass_)
         return ROTA_EBUSY;
-    if (rota__advance_idle(w, now))
+    if (!idle_tested && rota__advance_idle(w, now))
         return 0;
     size_t fired = advance_pass(w, now, OPEN_CHUNK, false).fired;
     return fired > INT_MAX ? INT_MAX : (int)fired;
@@ -1528,7 +1575,12 @@ static int advance_call(struct rota_wheel *w, uint64_t now)
 
 int rota_wheel_advance_noinline(struct rota_wheel *w, uint64_t now)
 {
-    DEBUG_PASS(w, advance_call(w, now));
+    DEBUG_PASS(w, advance_call(w, now, false));
+}
+
+int rota__advance_busy(struct rota_wheel *w, uint64_t now)
+{
+    DEBUG_PASS(w, advance_call(w, now, true));
 }
 
 static int expire_call(struct rota_wheel *w, uint64_t now,

@@ -335,6 +335,31 @@ TEST(next_deadline_in_callback_stays_exact)
     CHECK_WHEEL(&wheel);
 }
 
+/* A pass that fires and finds nothing more due by now sets arm_min_ from
+ * what it knows; a deadline cached by a callback is one of its terms, so
+ * the inline arm files nothing below it without telling the wheel. */
+TEST(deadline_cached_in_callback_bounds_the_inline_arm)
+{
+    struct tn t[3];
+
+    new_wheel(&wheel, 0);
+    tn_init_all(t, 3);
+    t[0].act = note_next;
+    rota_timer_arm_at(&wheel, &t[0].per.timer, 10);
+    rota_timer_arm_at(&wheel, &t[1].per.timer, 1000); /* slot from 768 */
+    log_reset();
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 10), 1);
+    CHECK_EQ_U64(seen_next[0], 1000);
+    CHECK_WHEEL(&wheel);
+    /* Between the next slot's start and the cached deadline. */
+    CHECK_EQ_INT(rota_timer_arm_at(&wheel, &t[2].per.timer, 800), 0);
+    CHECK_EQ_U64(rota_wheel_next_deadline(&wheel), 800);
+    CHECK_EQ_INT(rota_wheel_advance(&wheel, 1000), 2);
+    CHECK_EQ_INT(ent[1].id, 2);
+    CHECK_EQ_INT(ent[2].id, 1);
+    CHECK_WHEEL(&wheel);
+}
+
 int main(int argc, char **argv)
 {
     static const struct h_test tests[] = {
@@ -346,6 +371,7 @@ int main(int argc, char **argv)
         H_TEST(callback_uses_another_wheel),
         H_TEST(arms_at_or_before_now_in_callback_wait_for_next_call),
         H_TEST(next_deadline_in_callback_stays_exact),
+        H_TEST(deadline_cached_in_callback_bounds_the_inline_arm),
     };
     return h_main(argc, argv, tests, H_COUNT(tests));
 }
