@@ -194,29 +194,28 @@
  *         a call on a copy of a wheel (or on memory never initialised as
  *         one): ROTA_ECORRUPT (0 from rota_wheel_next_deadline()), having
  *         changed nothing.
- *   A timer freed while pending is found when its memory is reused,
- *   wherever the timer sits in its object: a new timer initialised at its
- *   address is "rota_timer_init() of a pending timer"; its bytes written
- *   over, or a new timer at another offset of the block, break its seal or
- *   its neighbours' links ("pending timer freed ...", "a neighbour ...").
- *   Memory freed and left as it was still holds a valid-looking timer,
- *   and nothing in the library can tell: run ASan or valgrind, which report
- *   the wheel's first read of it.
- *   How: a timer carries a 16-bit seal of its address, callback, state and
- *   (while idle) deadline, kept in the callback pointer's top 16 bits on a
- *   64-bit target (user-space code addresses leave them 0; a callback
- *   above 2^48 is refused with a report) and in a field of its own on a
- *   32-bit one, so a debug build's timer is the size of a normal one.  The
- *   library renews the seal at each change and checks it at each call and
- *   on each timer it walks; a link is checked against its neighbour's
- *   before it is followed or written, and list walks do not read ahead.  Not caught: memory that still holds,
- *   unchanged, the idle timer the library left at that address (a pool
- *   that keeps objects intact hands back a valid timer, old callback and
- *   all: nothing tells the two apart), an overwrite that happens to give a
- *   valid seal (1 in 65,536; a copy less than 256 KiB away never does),
- *   and rota_timer_touch_at_unchecked(), which calls nothing.  Memory
- *   truly returned to malloc is read by the checks like any other; run
- *   ASan or valgrind to catch those reads themselves.
+ *   A timer freed while pending is found when its memory is reused, wherever
+ *   the timer sits in its object: a new timer initialised at its address is
+ *   "rota_timer_init() of a pending timer"; its bytes written over, or a new
+ *   timer at another offset of the block, break its seal or its neighbours'
+ *   links ("pending timer freed ...", "a neighbour ...").  Memory freed and
+ *   left as it was still holds a valid-looking timer, and nothing in the
+ *   library can tell: run ASan or valgrind, which report the wheel's first
+ *   read of it.  How: a timer carries a 16-bit seal of its address, callback,
+ *   state and (while idle) deadline, kept in the callback pointer's top 16
+ *   bits on a 64-bit target (user-space code addresses leave them 0; a
+ *   callback above 2^48 is refused with a report) and in a field of its own on
+ *   a 32-bit one, so a debug build's timer is the size of a normal one.  The
+ *   library renews the seal at each change and checks it at each call and on
+ *   each timer it walks; a link is checked against its neighbour's before it
+ *   is followed or written, and list walks do not read ahead.  Not caught:
+ *   memory that still holds, unchanged, the idle timer the library left at
+ *   that address (a pool that keeps objects intact hands back a valid timer,
+ *   old callback and all: nothing tells the two apart), an overwrite that
+ *   happens to give a valid seal (1 in 65,536; a copy less than 256 KiB away
+ *   never does), and rota_timer_touch_at_unchecked(), which calls
+ *   nothing.  Memory truly returned to malloc is read by the checks like any
+ *   other; run ASan or valgrind to catch those reads themselves.
  *
  *   A report calls the handler given to rota_debug_set_handler(); the
  *   default writes "rota: MISUSE (timer 0xADDRESS)" to stderr and calls
@@ -655,10 +654,11 @@ ROTA_API int rota_wheel_init(struct rota_wheel *wheel, uint64_t now);
  * INT_MAX), or ROTA_EINVAL, ROTA_EBUSY.  An earlier `now` than before fires
  * nothing and returns 0.  Cost: O(levels) plus O(1) per timer fired or
  * cascaded, with no bound on how many that is (a slot may hold a million
- * timers): an event loop that must not stall uses rota_wheel_advance_max().  Inline: when nothing can be due yet (the usual wake-up of a
- * loop) it is a few compares and two stores in the caller; every other
- * case calls the library, which does not test that case again.
- * rota_wheel_advance_noinline() has the same contract (the symbol for
+ * timers): an event loop that must not stall uses
+ * rota_wheel_advance_max().  Inline: when nothing can be due yet (the usual
+ * wake-up of a loop) it is a few compares and two stores in the caller; every
+ * other case calls the library, which does not test that case
+ * again.  rota_wheel_advance_noinline() has the same contract (the symbol for
  * bindings that cannot use inline functions).
  */
 ROTA_API int rota_wheel_advance_noinline(struct rota_wheel *wheel,

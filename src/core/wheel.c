@@ -183,14 +183,14 @@
  *     list's head, not loaded.
  *   - A fire whose deadline is the run's is due without a look at cur_
  *     (the run's deadline is one that was due), and costs the histogram
- *     nothing: the count of fires counts it for the open bucket ("the
- *     lateness histogram by runs").  Nor does it test for the end of the
- *     due list: the list's head is the link of a timer that is never
- *     armed (due_), whose deadline, ROTA_NEVER, is no run's, so the
- *     compare with the run's deadline ends the run there too.  A run's
- *     fires are a loop of their own, inside the one that begins runs.  The fired count the call returns is
- *     the fire budget it spent (fires_granted), which is in memory across
- *     the callbacks anyway: no count of its own holds a register there.
+ *     nothing: the count of fires counts it for the open bucket ("the lateness
+ *     histogram by runs").  Nor does it test for the end of the due list: the
+ *     list's head is the link of a timer that is never armed (due_), whose
+ *     deadline, ROTA_NEVER, is no run's, so the compare with the run's
+ *     deadline ends the run there too.  A run's fires are a loop of their own,
+ *     inside the one that begins runs.  The fired count the call returns is the
+ *     fire budget it spent (fires_granted), which is in memory across the
+ *     callbacks anyway: no count of its own holds a register there.
  *   - A fire calls its timer's callback without testing it: a timer
  *     given no callback (NULL) holds an empty one (fire_nothing()).
  *   - A fire adds to one counter: a last fire to stats_.fired, a periodic
@@ -1100,13 +1100,13 @@ step(struct rota_wheel *w, uint64_t limit, size_t fires)
 }
 
 /*
- * The next timer due at or before now_, left at the head of the due list,
- * or NULL: nothing is due by now_, or (b->stopped) the budget ran out
- * first.  `fires` is b->fires, which the fire loop keeps in a register
- * (nothing here reads it from b, so the loop need not store it first).  Touched timers met at the head are filed again, not returned.
- * Order: the due list first (its timers are no later than any in the
- * cascade, and came before them in it), then the cascade, then the next
- * slot.
+ * The next timer due at or before now_, left at the head of the due list, or
+ * NULL: nothing is due by now_, or (b->stopped) the budget ran out
+ * first.  `fires` is b->fires, which the fire loop keeps in a register (nothing
+ * here reads it from b, so the loop need not store it first).  Touched timers
+ * met at the head are filed again, not returned.  Order: the due list first
+ * (its timers are no later than any in the cascade, and came before them in
+ * it), then the cascade, then the next slot.
  */
 static inline __attribute__((always_inline)) struct rota_timer *
 find_due(struct rota_wheel *w, struct budget *b, size_t fires)
@@ -1467,11 +1467,11 @@ advance_pass(struct rota_wheel *w, uint64_t now, size_t chunk, bool limited)
         break;
     case PASS_RUN: {
         /* The loop keeps in registers what no callback can change: the
-         * fire budget (renew() reads it from b, where it is put back
-         * before it runs; find_due() is given it), the deadline of the run it is in (see
-         * "the lateness histogram by runs") and how late the run fires,
-         * now_ minus that deadline (a callback cannot advance or expire
-         * this wheel, so now_ stays).  Stores through the lists would
+         * fire budget (renew() reads it from b, where it is put back before it
+         * runs; find_due() is given it), the deadline of the run it is in (see
+         * "the lateness histogram by runs") and how late the run fires, now_
+         * minus that deadline (a callback cannot advance or expire this wheel,
+         * so now_ stays).  Stores through the lists would
          * otherwise make the compiler reload them all. */
         uint64_t run, late;
         size_t fires;
