@@ -149,8 +149,10 @@ static inline void rota__write_links(struct rota_timer *timer,
  * `head`: the inline arm has just filed the timer (the only one there)
  * into that slot's list, which was empty: the library sets the slot's
  * occupancy bits.  Nothing else changes: the slot starts at or above
- * arm_min_, so the bound on the next slot start stays, and so does the
- * earliest deadline.  NULL: everything else, as
+ * arm_min_, hence at or above the bound on the next slot start (in a
+ * callback, above cur_, where a pass keeps that bound: wheel.c, "what an
+ * operation costs"), and the deadline is not below the earliest one.
+ * NULL: everything else, as
  * rota_timer_arm_at_noinline().  One call site for every case, so that a
  * caller's fast path needs no stack frame (compilers set one up for the
  * whole function when two calls are reached from different branches). */
@@ -167,8 +169,7 @@ ROTA_API int rota__arm_finish(struct rota_wheel *wheel,
  * against min - 1, not cur_: the library keeps arm_min_ where every
  * deadline >= it has the same slot against either (set_arm_min()), and
  * the inline arm has min in a register already.  A busy slot's occupancy
- * bits are already right, and the next-step bound is right for any slot
- * (the slot starts at or above min). */
+ * bits are already right. */
 static inline struct rota_link *rota__file_fast(struct rota_wheel *wheel,
                                                 struct rota_timer *timer,
                                                 uint64_t deadline, uint64_t min)
