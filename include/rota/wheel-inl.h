@@ -146,26 +146,30 @@ static inline void rota__write_links(struct rota_timer *timer,
 }
 
 /* Private: the one call of the inline arm, for all it does not finish.
- * `head` is the list head of the empty slot the inline arm found for
- * `deadline` (the timer idle, or just taken out of its list): the library
- * files it there, setting the slot's occupancy bits and the bound on the
- * next slot start.  NULL: everything else, as rota_timer_arm_at_noinline().
- * One call site for every case, so that a caller's fast path needs no
- * stack frame (compilers set one up for the whole function when two calls
- * are reached from different branches). */
-ROTA_API int rota__arm_empty_slot(struct rota_wheel *wheel,
-                                  struct rota_timer *timer, uint64_t deadline,
-                                  struct rota_link *head);
+ * `head`: the inline arm has just filed the timer (the only one there)
+ * into that slot's list, which was empty: the library sets the slot's
+ * occupancy bits.  Nothing else changes: the slot starts at or above
+ * arm_min_, hence at or above the bound on the next slot start (in a
+ * callback, above cur_, where a pass keeps that bound: wheel.c, "what an
+ * operation costs"), and the deadline is not below the earliest one.
+ * NULL: everything else, as
+ * rota_timer_arm_at_noinline().  One call site for every case, so that a
+ * caller's fast path needs no stack frame (compilers set one up for the
+ * whole function when two calls are reached from different branches). */
+ROTA_API int rota__arm_finish(struct rota_wheel *wheel,
+                              struct rota_timer *timer, uint64_t deadline,
+                              struct rota_link *head);
 
 /* Private: file a timer that is in no list at a deadline >= min, the
  * wheel's arm_min_ (so not due, not inside a slot being cascaded, and not
- * below the earliest deadline: the library files the other cases).
- * Returns NULL when it is filed, else the head of the empty slot it goes
- * to, for rota__arm_empty_slot().  The slot is found against min - 1, not
- * cur_: the library keeps arm_min_ where every deadline >= it has the same
- * slot against either (set_arm_min()), and the inline arm has min in a
- * register already.  A busy slot's occupancy bits and the next-step bound
- * are already right. */
+ * below the earliest deadline: the library files the other cases).  The
+ * append is the same into an empty list (whose tail is its head) as into
+ * a busy one.  Returns NULL, or the head of the slot when it was empty:
+ * its occupancy bits are rota__arm_finish()'s to set.  The slot is found
+ * against min - 1, not cur_: the library keeps arm_min_ where every
+ * deadline >= it has the same slot against either (set_arm_min()), and
+ * the inline arm has min in a register already.  A busy slot's occupancy
+ * bits are already right. */
 static inline struct rota_link *rota__file_fast(struct rota_wheel *wheel,
                                                 struct rota_timer *timer,
                                                 uint64_t deadline, uint64_t min)
@@ -173,14 +177,12 @@ static inline struct rota_link *rota__file_fast(struct rota_wheel *wheel,
     size_t shift, slot = rota__slot_for(deadline, min - 1, &shift);
     struct rota_link *head = rota__slot_head(wheel, slot), *tail = head->prev;
 
-    if (tail == head)
-        return head;
     rota__write_links(timer, head, tail);
     timer->deadline_ = deadline;
     tail->next = &timer->link_;
     head->prev = &timer->link_;
     wheel->stats_.armed++;
-    return NULL;
+    return tail == head ? head : NULL;
 }
 
 /* Private: take a pending timer out of its list for a move to a deadline
@@ -254,17 +256,17 @@ static inline int rota_timer_arm_at(struct rota_wheel *wheel,
      * One compare tests both: ROTA_MAX_DEADLINE is UINT64_MAX - 1, so
      * deadline + 1 wraps to 0 exactly for a deadline past it, and no
      * deadline passes while arm_min_ is UINT64_MAX. */
-    struct rota_link *empty = NULL;
+    struct rota_link *filled = NULL;
     uint64_t min;
     if (wheel != NULL && timer != NULL &&
         deadline + 1 > (min = wheel->arm_min_)) {
         struct rota_link *prev = timer->link_.prev;
         if ((prev == ROTA__IDLE || ((uintptr_t)prev > wheel->pending_above_ &&
                                     rota__unlink_moved(wheel, timer, min))) &&
-            (empty = rota__file_fast(wheel, timer, deadline, min)) == NULL)
+            (filled = rota__file_fast(wheel, timer, deadline, min)) == NULL)
             return 0;
     }
-    return rota__arm_empty_slot(wheel, timer, deadline, empty);
+    return rota__arm_finish(wheel, timer, deadline, filled);
 #else
     return rota_timer_arm_at_noinline(wheel, timer, deadline);
 #endif
@@ -313,17 +315,18 @@ static inline int rota_timer_cancel(struct rota_wheel *wheel,
 
 /* Private: rota_timer_touch_at()'s inline part, for a timer the caller
  * found pending as rota_timer_cancel() tests it: 0 when done, else the
- * call that finishes it: ROTA__TOUCH_FILE, rota__arm_empty_slot(wheel,
- * timer, deadline, *empty) (the timer is out of its list, or alone in it
- * with *empty NULL); ROTA__TOUCH_LIBRARY, rota_timer_touch_at_noinline()
- * (nothing done).  A caller that must return something else after the
+ * call that finishes it: ROTA__TOUCH_FILE, rota__arm_finish(wheel,
+ * timer, deadline, *filled) (*filled: the head of the empty slot the
+ * timer was just filed into; NULL: the timer is alone in its list, to be
+ * moved by the library); ROTA__TOUCH_LIBRARY,
+ * rota_timer_touch_at_noinline() (nothing done).  A caller that must return something else after the
  * call (rota/keyed.h) makes it in a tail call of its own. */
 #define ROTA__TOUCH_FILE 1
 #define ROTA__TOUCH_LIBRARY 2
 static inline int rota__touch_pending(struct rota_wheel *wheel,
                                       struct rota_timer *timer,
                                       uint64_t deadline,
-                                      struct rota_link **empty)
+                                      struct rota_link **filled)
 {
     /* The common cases only, for a deadline the inline arm would file (at
      * or above arm_min_: after now, so no clamping): moved to a later
@@ -332,7 +335,7 @@ static inline int rota__touch_pending(struct rota_wheel *wheel,
      * (nothing), or to an earlier one (moved at once, as the library's
      * touch re-arms it).  This mirrors rota_timer_touch_at_noinline(). */
     uint64_t min;
-    *empty = NULL;
+    *filled = NULL;
     if (deadline >= (min = wheel->arm_min_) && deadline <= ROTA_MAX_DEADLINE) {
         uint64_t old = timer->deadline_;
         if (deadline > old) {
@@ -347,7 +350,7 @@ static inline int rota__touch_pending(struct rota_wheel *wheel,
 #ifdef ROTA__INLINE_PATHS
         /* Earlier: out of its list (unless alone there) and filed. */
         if (rota__unlink_moved(wheel, timer, min) &&
-            (*empty = rota__file_fast(wheel, timer, deadline, min)) == NULL)
+            (*filled = rota__file_fast(wheel, timer, deadline, min)) == NULL)
             return 0;
         return ROTA__TOUCH_FILE;
 #endif
@@ -359,15 +362,15 @@ static inline int rota_timer_touch_at(struct rota_wheel *wheel,
                                       struct rota_timer *timer,
                                       uint64_t deadline)
 {
-    struct rota_link *empty;
+    struct rota_link *filled;
     if (wheel != NULL && timer != NULL &&
         (uintptr_t)timer->link_.prev > wheel->pending_above_) {
-        int then = rota__touch_pending(wheel, timer, deadline, &empty);
+        int then = rota__touch_pending(wheel, timer, deadline, &filled);
         if (then == 0)
             return 0;
 #ifdef ROTA__INLINE_PATHS
         if (then == ROTA__TOUCH_FILE)
-            return rota__arm_empty_slot(wheel, timer, deadline, empty);
+            return rota__arm_finish(wheel, timer, deadline, filled);
 #endif
     }
     return rota_timer_touch_at_noinline(wheel, timer, deadline);

@@ -1279,16 +1279,16 @@ static __attribute__((noinline)) int set_insert(struct rota_keyed *m,
  * the lean path makes no call that anything but a return follows. */
 static __attribute__((noinline)) int
 set_touch_finish(struct rota_keyed *m, struct slot *s, uint64_t deadline,
-                 int then, struct rota_link *empty)
+                 int then, struct rota_link *filled)
 {
 #ifdef ROTA__INLINE_PATHS
     if (then == ROTA__TOUCH_FILE) {
-        (void)rota__arm_empty_slot(&m->wheel, &s->timer, deadline, empty);
+        (void)rota__arm_finish(&m->wheel, &s->timer, deadline, filled);
         return 1;
     }
 #endif
     (void)then;
-    (void)empty;
+    (void)filled;
     (void)rota_timer_touch_at_noinline(&m->wheel, &s->timer, deadline);
     return 1;
 }
@@ -1317,11 +1317,11 @@ set_in_slot(struct rota_keyed *m, struct slot *s, void *value,
     s->value = value;
     /* A later deadline is a store; an earlier one re-files the timer.  The
      * wheel's call, when it needs one, is made by a tail call. */
-    struct rota_link *empty;
+    struct rota_link *filled;
     const int then =
-        rota__touch_pending(&m->wheel, &s->timer, deadline, &empty);
+        rota__touch_pending(&m->wheel, &s->timer, deadline, &filled);
     if (then != 0)
-        return set_touch_finish(m, s, deadline, then, empty);
+        return set_touch_finish(m, s, deadline, then, filled);
     return 1;
 }
 

@@ -284,6 +284,70 @@ TEST(fired_count_spans_budget_chunks)
     CHECK_WHEEL(&wheel);
 }
 
+/* The inline arm files a deadline at or above arm_min_ into an empty slot
+ * and leaves next_step_ alone: such a slot starts at or above arm_min_,
+ * which the library keeps at or above next_step_.  Here next_step_ is as
+ * high as it gets: a pass found the only occupied slot (b's) beyond now
+ * and jumped to it, and the earliest deadline is unknown, so arm_min_ is
+ * that slot's start.  A deadline below it, in an empty slot that starts
+ * earlier, is the library's to file; one at it goes inline into b's slot,
+ * emptied by a cancel, which starts at next_step_ exactly; and a callback
+ * arms inline into an empty slot while its pass has next_step_ at cur.
+ * Each fires exactly.  Per level, in units of u = 256^(level - 1) (level
+ * 0 in ticks). */
+TEST(inline_arm_into_an_empty_slot_fires_exactly)
+{
+    struct tn a, b, c;
+
+    for (unsigned level = 0; level < 4; level++) {
+        uint64_t u = level == 0 ? 1 : span(level - 1);
+        /* now, a, b (b's slot starts at b_start), a deadline below it */
+        uint64_t now = 100 * u, at = level == 0 ? 150 : 300 * u;
+        uint64_t bt = level == 0 ? 200 : 5000 * u;
+        uint64_t b_start = level == 0 ? 200 : 4864 * u;
+        uint64_t below = level == 0 ? 170 : 1000 * u;
+
+        for (int at_start = 0; at_start < 2; at_start++) {
+            new_wheel(&wheel, now);
+            tn_init(&a, 0);
+            tn_init(&b, 1);
+            tn_init(&c, 2);
+            CHECK_EQ_INT(rota_timer_arm_at(&wheel, &a.per.timer, at), 0);
+            CHECK_EQ_INT(rota_timer_arm_at(&wheel, &b.per.timer, bt), 0);
+            CHECK_EQ_INT(rota_timer_cancel(&wheel, &a.per.timer), 1);
+            CHECK_EQ_INT(rota_wheel_advance(&wheel, at), 0);
+            CHECK_WHEEL(&wheel);
+            uint64_t d = at_start ? b_start : below;
+            if (at_start)
+                CHECK_EQ_INT(rota_timer_cancel(&wheel, &b.per.timer), 1);
+            CHECK_EQ_INT(rota_timer_arm_at(&wheel, &c.per.timer, d), 0);
+            CHECK_WHEEL(&wheel);
+            if (!at_start) {
+                CHECK_EQ_INT(rota_timer_cancel(&wheel, &b.per.timer), 1);
+                CHECK_WHEEL(&wheel);
+            }
+            if (!expect_exact(&wheel, &c, d))
+                fprintf(stderr, "    (level %u, deadline %" PRIu64 ")\n", level,
+                        d);
+        }
+
+        /* From a callback: a fires at `at` and arms b `at - now` later. */
+        new_wheel(&wheel, now);
+        tn_init(&a, 0);
+        tn_init(&b, 1);
+        a.act = arm_target_in;
+        armed_target = &b;
+        armed_delay = at - now;
+        CHECK_EQ_INT(rota_timer_arm_at(&wheel, &a.per.timer, at), 0);
+        log_reset();
+        CHECK_EQ_INT(rota_wheel_advance(&wheel, at), 1);
+        CHECK_EQ_U64(armed_deadline, 2 * at - now);
+        CHECK_WHEEL(&wheel);
+        if (!expect_exact(&wheel, &b, armed_deadline))
+            fprintf(stderr, "    (level %u, from a callback)\n", level);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct h_test tests[] = {
@@ -293,6 +357,7 @@ int main(int argc, char **argv)
         H_TEST(never_early_tick_by_tick),
         H_TEST(huge_delays_saturate),
         H_TEST(fired_count_spans_budget_chunks),
+        H_TEST(inline_arm_into_an_empty_slot_fires_exactly),
     };
     return h_main(argc, argv, tests, H_COUNT(tests));
 }
