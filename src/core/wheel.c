@@ -354,12 +354,15 @@ static inline void slot_occupy(struct rota_wheel *w, size_t slot)
     w->occupied_words_ |= 1u << (slot / 64);
 }
 
-/* The start of slot number `slot`, which holds `deadline`. */
+#ifndef NDEBUG
+/* The start of slot number `slot`, which holds `deadline` (for an
+ * assert). */
 static inline uint64_t slot_start_of(size_t slot, uint64_t deadline)
 {
     unsigned shift = level_of((unsigned)slot) * ROTA_WHEEL_BITS;
     return deadline >> shift << shift;
 }
+#endif
 
 /* A slot's list is about to go from empty to not empty: its occupancy
  * bits, and the bound on the next slot start (an occupied slot already
