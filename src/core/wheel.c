@@ -118,10 +118,14 @@
  * WHAT AN OPERATION COSTS
  *   At a million timers an arm or cancel is bound by cache misses (the
  *   timer, and the two list neighbours cancel writes), and how many ops'
- *   misses overlap is bounded by how much each op executes (the CPU's
- *   window of instructions in flight) and stores.  `make bench-counts`
- *   counts both per operation, against wheel-bare (lists and nothing
- *   else).  The rules the fast paths keep:
+ *   misses overlap is bounded by the loads and stores each op makes (the
+ *   CPU's queues of memory operations in flight) more than by its
+ *   instructions: fifteen NOPs in wheel-bare's cancel + arm leave its time
+ *   as it was, while the two counter adds of rota's take about a sixth
+ *   of its time at a million timers on an AMD EPYC (docs/BENCH.md, "what
+ *   rota's cancel + arm does beyond wheel-bare's").
+ *   `make bench-counts` counts both per operation, against wheel-bare
+ *   (lists and nothing else).  The rules the fast paths keep:
  *   - A timer is 32 bytes: two links, a deadline and a callback.  Its
  *     state is its prev link (ROTA__IDLE while idle), so neither arm nor
  *     cancel writes a tag, and a million timers fit a 32 MiB last-level
